@@ -1,0 +1,69 @@
+"""The contract every backend (NVML, AMD-SMI, simulated, replay) fulfils.
+
+A backend is an adapter: it turns one vendor library into :mod:`gputui.model` objects and nothing
+more. It never raises for an unsupported field (that field is ``None``), it never raises because one
+GPU is lost (that GPU's sample says ``lost=True``), and it is called from one thread at a time (the
+sampler's), so it needs no locking of its own.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import signal
+
+from gputui.model import GpuSample, HostSample, NodeInfo, ProcessSample
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot be used on this machine. ``str(exc)`` is a one-line reason for the user,
+    e.g. "libnvidia-ml.so.1 not found (no NVIDIA driver)"."""
+
+
+class Backend(abc.ABC):
+    """Base class for backends. Subclasses implement :meth:`open`, :meth:`read_gpus` and
+    :meth:`read_processes`; the rest has sensible defaults."""
+
+    #: Short name shown to users ("NVML", "AMD-SMI", "sim:dgx-h100").
+    name: str = "backend"
+
+    #: Whether the sampler should fill host-side process fields (user, command, CPU %, RSS...)
+    #: from psutil. The simulated backend invents its own processes, so it says False.
+    enrich_processes: bool = True
+
+    @abc.abstractmethod
+    def open(self) -> NodeInfo:
+        """Initialise the library, enumerate GPUs, cache handles and read static facts.
+
+        Raises :class:`BackendUnavailable` with a one-line reason when the library, driver or GPUs
+        are missing. Called once, before any read.
+        """
+
+    @abc.abstractmethod
+    def read_gpus(self, now: float, *, slow: bool) -> list[GpuSample]:
+        """Read every GPU once, in index order.
+
+        ``now`` is the wall-clock timestamp to stamp samples with. When ``slow`` is False, the
+        fields in :data:`gputui.model.SLOW_SAMPLE_FIELDS` may be left ``None``: the sampler carries
+        the last slow-tier values forward.
+        """
+
+    @abc.abstractmethod
+    def read_processes(self, now: float) -> list[ProcessSample]:
+        """GPU processes with their GPU-side facts (pid, GPU, type, GPU memory, SM %).
+
+        Host-side fields may be left ``None`` when :attr:`enrich_processes` is True.
+        """
+
+    def read_host(self, now: float) -> HostSample | None:
+        """Host CPU/RAM reading; real backends use psutil, the simulator invents a host."""
+        from gputui.host import read_host
+
+        return read_host(now)
+
+    def signal_process(self, pid: int, sig: signal.Signals) -> None:
+        """Send ``sig`` to ``pid``. Raises ProcessLookupError / PermissionError like os.kill."""
+        os.kill(pid, sig)
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
+        """Release the library. Safe to call more than once."""

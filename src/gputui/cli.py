@@ -1,0 +1,177 @@
+"""Command line: ``gputui`` (the dashboard), ``gputui snapshot`` (one reading, text or JSON).
+
+Exit codes: 0 success; 2 no usable GPU backend or a bad argument; 130 interrupted.
+Everything a user can get wrong ends in a one-paragraph message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from gputui import __version__
+
+EXIT_OK = 0
+EXIT_NO_GPU = 2
+EXIT_INTERRUPTED = 130
+
+SNAPSHOT_SETTLE_S = 0.5
+"""``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("interval must be between 0.1 and 3600 seconds")
+    return value
+
+
+def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Options accepted both before and after a sub-command (``gputui --demo snapshot`` and
+    ``gputui snapshot --demo``). Sub-parsers use SUPPRESS defaults so they do not overwrite a
+    value given before the sub-command."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    parser.add_argument(
+        "--backend",
+        metavar="NAME",
+        default=default("auto"),
+        help="auto (NVML, then AMD-SMI), nvml, amd, or sim[:SCENARIO] (default: auto)",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        default=default(False),
+        help="use the simulated node (same as --backend sim:dgx-h100)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=default(0), help="seed of the simulated node (default: 0)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputui",
+        description="Live terminal dashboard for NVIDIA and AMD GPUs.",
+        epilog="Try `gputui --demo` to see a simulated 8-GPU node.",
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    _add_common(parser, suppress=False)
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        help="refresh interval of the fast tier (default: 1)",
+    )
+    parser.add_argument(
+        "--readonly", action="store_true", help="no actions that change anything (no kill)"
+    )
+    parser.add_argument("--light", action="store_true", help="light colour theme")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    snapshot = commands.add_parser(
+        "snapshot", help="print one reading and exit", description="Print one reading and exit."
+    )
+    _add_common(snapshot, suppress=True)
+    snapshot.add_argument("--json", action="store_true", help="JSON (schema: docs/snapshot.md)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    spec = _backend_spec(args, parser)
+    try:
+        if args.command == "snapshot":
+            return run_snapshot(spec, seed=args.seed, as_json=args.json)
+        return run_tui(
+            spec,
+            seed=args.seed,
+            interval=args.interval,
+            readonly=args.readonly,
+            light=args.light,
+        )
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _backend_spec(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    if args.demo:
+        if args.backend not in ("auto", "sim") and not args.backend.startswith("sim:"):
+            parser.error("--demo cannot be combined with --backend " + args.backend)
+        return args.backend if args.backend.startswith("sim:") else "sim"
+    from gputui.backends import create_backend
+
+    try:  # validate the name now so a typo is an argument error, not a "no GPU" error
+        create_backend(args.backend) if args.backend != "auto" else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    except Exception as exc:  # e.g. an unknown sim scenario
+        parser.error(str(exc))
+    return args.backend
+
+
+def _open_sampler(spec: str, *, seed: int, interval: float, slow_interval: float | None = None):
+    """Open the backend and wrap it in a Sampler; on failure print why and return None."""
+    from gputui.backends import NoBackend, open_backend
+    from gputui.sampler import Sampler
+
+    try:
+        backend, node = open_backend(spec, seed=seed)
+    except NoBackend as exc:
+        print(no_backend_message(exc.reasons, spec), file=sys.stderr)
+        return None
+    return Sampler(backend, interval=interval, slow_interval=slow_interval, node=node)
+
+
+def no_backend_message(reasons: list[tuple[str, str]], spec: str) -> str:
+    lines = ["gputui: no usable GPU found." if spec == "auto" else f"gputui: cannot use {spec}."]
+    lines += [f"  {label}: {reason}" for label, reason in reasons]
+    lines.append("Run `gputui --demo` to try gputui on a simulated 8-GPU node.")
+    return "\n".join(lines)
+
+
+def run_snapshot(spec: str, *, seed: int, as_json: bool) -> int:
+    sampler = _open_sampler(
+        spec, seed=seed, interval=SNAPSHOT_SETTLE_S, slow_interval=SNAPSHOT_SETTLE_S
+    )
+    if sampler is None:
+        return EXIT_NO_GPU
+    try:
+        sampler.poll()
+        time.sleep(SNAPSHOT_SETTLE_S)
+        snapshot = sampler.poll()
+    finally:
+        sampler.close()
+    if as_json:
+        print(snapshot.to_json(indent=2))
+    else:
+        from gputui.report import render_snapshot
+
+        print(render_snapshot(snapshot))
+    return EXIT_OK
+
+
+def run_tui(spec: str, *, seed: int, interval: float, readonly: bool, light: bool) -> int:
+    sampler = _open_sampler(spec, seed=seed, interval=interval)
+    if sampler is None:
+        return EXIT_NO_GPU
+    from gputui.tui.app import GpuTuiApp
+
+    app = GpuTuiApp(sampler, readonly=readonly, theme="textual-light" if light else None)
+    try:
+        app.run()
+    finally:
+        sampler.close()
+    return app.return_code or EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

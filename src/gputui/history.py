@@ -1,0 +1,125 @@
+"""Ring buffers of recent readings, per GPU and per process, for history plots.
+
+The sampler thread records; the UI thread reads. A lock keeps a read from seeing a buffer while
+it is being appended to (iterating a deque that another thread mutates raises RuntimeError).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Iterable
+
+from gputui.model import GpuSample, ProcessSample, Snapshot
+
+GPU_METRICS: tuple[str, ...] = (
+    "utilization_gpu_pct",
+    "memory_used_pct",
+    "power_w",
+    "temperature_gpu_c",
+    "clock_sm_mhz",
+    "pcie_rx_bytes_per_s",
+    "pcie_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+    "nvlink_tx_bytes_per_s",
+)
+"""GPU metrics kept in history. All are GpuSample fields except the derived memory_used_pct."""
+
+PROCESS_METRICS: tuple[str, ...] = ("gpu_memory_bytes", "sm_pct", "cpu_pct", "host_rss_bytes")
+
+DEFAULT_CAPACITY = 900
+"""15 minutes at the default 1 s interval (the brief asks for at least 10)."""
+
+PROCESS_RETENTION_S = 120.0
+"""How long a vanished process's history is kept (a detail screen may still be showing it)."""
+
+NAN = math.nan
+
+
+def gpu_metric(sample: GpuSample, metric: str) -> float:
+    """The value of one history metric in a sample; NaN when unknown (plots leave a gap)."""
+    if metric == "memory_used_pct":
+        total = sample.memory_total_bytes
+        if sample.memory_used_bytes is None or not total:
+            return NAN
+        return 100.0 * sample.memory_used_bytes / total
+    value = getattr(sample, metric)
+    return NAN if value is None else float(value)
+
+
+class History:
+    """Fixed-size history per (GPU, metric) and per (process, metric)."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._timestamps: deque[float] = deque(maxlen=capacity)
+        self._gpu: dict[tuple[int, str], deque[float]] = {}
+        self._proc: dict[tuple[int, int], dict[str, deque[float]]] = {}
+        self._proc_last_seen: dict[tuple[int, int], float] = {}
+
+    def record(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            self._timestamps.append(snapshot.timestamp)
+            for sample in snapshot.gpus:
+                for metric in GPU_METRICS:
+                    self._series(sample.index, metric).append(gpu_metric(sample, metric))
+            self._record_processes(snapshot.timestamp, snapshot.processes)
+
+    def _series(self, index: int, metric: str) -> deque[float]:
+        key = (index, metric)
+        series = self._gpu.get(key)
+        if series is None:
+            # A GPU that appears late is padded so all series stay aligned with the timestamps.
+            pad = max(len(self._timestamps) - 1, 0)
+            series = self._gpu[key] = deque([NAN] * pad, maxlen=self.capacity)
+        return series
+
+    def _record_processes(self, now: float, processes: Iterable[ProcessSample]) -> None:
+        for proc in processes:
+            key = (proc.pid, proc.gpu_index)
+            buffers = self._proc.get(key)
+            if buffers is None:
+                buffers = self._proc[key] = {
+                    m: deque(maxlen=self.capacity) for m in PROCESS_METRICS
+                }
+            for metric in PROCESS_METRICS:
+                value = getattr(proc, metric)
+                buffers[metric].append(NAN if value is None else float(value))
+            self._proc_last_seen[key] = now
+        stale = [k for k, seen in self._proc_last_seen.items() if now - seen > PROCESS_RETENTION_S]
+        for key in stale:
+            del self._proc[key]
+            del self._proc_last_seen[key]
+
+    def gpu_series(self, index: int, metric: str, last: int | None = None) -> list[float]:
+        """Oldest-first values of one metric for one GPU (NaN where unknown)."""
+        with self._lock:
+            series = self._gpu.get((index, metric))
+            if series is None:
+                return []
+            return _tail(series, last)
+
+    def process_series(
+        self, pid: int, gpu_index: int, metric: str, last: int | None = None
+    ) -> list[float]:
+        with self._lock:
+            buffers = self._proc.get((pid, gpu_index))
+            if buffers is None:
+                return []
+            return _tail(buffers[metric], last)
+
+    def timestamps(self, last: int | None = None) -> list[float]:
+        with self._lock:
+            return _tail(self._timestamps, last)
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+
+def _tail(series: deque[float], last: int | None) -> list[float]:
+    if last is None or last >= len(series):
+        return list(series)
+    # Copying only the tail keeps a narrow plot cheap even with a full buffer.
+    return [series[i] for i in range(len(series) - last, len(series))]

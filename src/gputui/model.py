@@ -1,0 +1,333 @@
+"""The vendor-neutral data model shared by every backend, the sampler, the TUI and the CLI.
+
+Every class here is a small frozen dataclass. A field that the hardware, driver or library does not
+support is ``None`` (never 0 and never an exception). Units live in field names (``_bytes``,
+``_w``, ``_c``, ``_mhz``, ``_pct``, ``_bytes_per_s``) so the JSON form needs no separate legend.
+
+The JSON form of a :class:`Snapshot` is documented in ``docs/snapshot-schema.md``; bump
+:data:`SCHEMA_VERSION` whenever a field is renamed or removed (adding a field is compatible).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+Vendor = Literal["nvidia", "amd"]
+ProcessType = Literal["compute", "graphics", "compute+graphics"]
+
+# Throttle / clock-event reasons, as vendor-neutral names. Backends map their bitmasks onto these.
+THROTTLE_REASONS: dict[str, str] = {
+    "gpu_idle": "idle",
+    "applications_clocks": "application clocks setting",
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "HW slowdown",
+    "sync_boost": "sync boost",
+    "sw_thermal": "SW thermal slowdown",
+    "hw_thermal": "HW thermal slowdown",
+    "hw_power_brake": "HW power brake",
+    "display_clocks": "display clock setting",
+    "board_limit": "board limit",
+    "reliability": "reliability limit",
+}
+"""Canonical throttle-reason names mapped to the short words the UI shows."""
+
+THROTTLE_TROUBLE = frozenset({"hw_slowdown", "hw_thermal", "hw_power_brake", "sw_thermal"})
+"""Reasons that point at a problem (as opposed to idle or a power cap under load)."""
+
+
+def describe_throttle(reasons: frozenset[str] | None) -> str:
+    """Words for a set of throttle reasons, trouble first; '' when none are active."""
+    if not reasons:
+        return ""
+    ordered = sorted(reasons, key=lambda r: (r not in THROTTLE_TROUBLE, r))
+    return ", ".join(THROTTLE_REASONS.get(r, r.replace("_", " ")) for r in ordered)
+
+
+@dataclass(frozen=True, slots=True)
+class MigDeviceInfo:
+    """A MIG slice of an NVIDIA GPU (static)."""
+
+    parent_index: int
+    gpu_instance_id: int
+    compute_instance_id: int
+    uuid: str
+    name: str | None = None
+    memory_total_bytes: int | None = None
+    sm_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """What does not change while a GPU is up: read once, at start-up (the static tier)."""
+
+    index: int
+    name: str
+    uuid: str
+    vendor: Vendor
+    pci_bus_id: str | None = None
+    architecture: str | None = None
+    # CUDA compute capability ("9.0") for NVIDIA, gfx target ("gfx942") for AMD.
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    memory_total_bytes: int | None = None
+    power_default_limit_w: float | None = None
+    power_min_limit_w: float | None = None
+    power_max_limit_w: float | None = None
+    sm_clock_max_mhz: int | None = None
+    memory_clock_max_mhz: int | None = None
+    graphics_clock_max_mhz: int | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    temperature_slowdown_c: float | None = None
+    temperature_shutdown_c: float | None = None
+    fan_count: int | None = None
+    mig_enabled: bool | None = None
+    mig_devices: tuple[MigDeviceInfo, ...] = ()
+    ecc_enabled: bool | None = None
+    persistence_mode: bool | None = None
+    vbios_version: str | None = None
+    serial: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigSample:
+    """Per-tick reading of one MIG slice."""
+
+    uuid: str
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One reading of one GPU. ``lost`` means the GPU stopped answering (fell off the bus)."""
+
+    index: int
+    timestamp: float
+    lost: bool = False
+    error: str | None = None
+    utilization_gpu_pct: float | None = None
+    utilization_memory_pct: float | None = None
+    memory_used_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    memory_reserved_bytes: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    energy_j: float | None = None
+    temperature_gpu_c: float | None = None
+    temperature_hotspot_c: float | None = None
+    temperature_memory_c: float | None = None
+    fan_pct: float | None = None
+    clock_sm_mhz: int | None = None
+    clock_memory_mhz: int | None = None
+    clock_graphics_mhz: int | None = None
+    pstate: int | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    pcie_tx_bytes_per_s: float | None = None
+    nvlink_rx_bytes_per_s: float | None = None
+    nvlink_tx_bytes_per_s: float | None = None
+    encoder_pct: float | None = None
+    decoder_pct: float | None = None
+    ecc_volatile_corrected: int | None = None
+    ecc_volatile_uncorrected: int | None = None
+    ecc_aggregate_corrected: int | None = None
+    ecc_aggregate_uncorrected: int | None = None
+    retired_pages_pending: bool | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    throttle_reasons: frozenset[str] | None = None
+    mig_devices: tuple[MigSample, ...] = ()
+
+    @property
+    def memory_total_bytes(self) -> int | None:
+        """used + free (+ reserved when the driver splits it out), or None when unknown."""
+        if self.memory_used_bytes is None or self.memory_free_bytes is None:
+            return None
+        return self.memory_used_bytes + self.memory_free_bytes + (self.memory_reserved_bytes or 0)
+
+
+SLOW_SAMPLE_FIELDS: tuple[str, ...] = (
+    "pcie_rx_bytes_per_s",
+    "pcie_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+    "nvlink_tx_bytes_per_s",
+    "ecc_volatile_corrected",
+    "ecc_volatile_uncorrected",
+    "ecc_aggregate_corrected",
+    "ecc_aggregate_uncorrected",
+    "retired_pages_pending",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "remapped_rows_pending",
+    "remapped_rows_failure",
+)
+"""GpuSample fields a backend fills only on slow-tier reads; the sampler carries them between."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """A process using a GPU: GPU-side facts from the backend, host-side facts from psutil."""
+
+    pid: int
+    gpu_index: int
+    type: ProcessType = "compute"
+    gpu_memory_bytes: int | None = None
+    sm_pct: float | None = None
+    user: str | None = None
+    name: str | None = None
+    command: str | None = None
+    cpu_pct: float | None = None
+    host_rss_bytes: int | None = None
+    start_time: float | None = None
+    container_id: str | None = None
+    mig_uuid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """The host around the GPUs."""
+
+    timestamp: float
+    cpu_pct: float | None = None
+    per_core_pct: tuple[float, ...] = ()
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    load_average: tuple[float, float, float] | None = None
+    uptime_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """The node as a backend sees it once it is open (the static tier)."""
+
+    hostname: str
+    backend: str
+    gpus: tuple[GpuInfo, ...]
+    driver_version: str | None = None
+    # CUDA driver API version ("12.4") for NVIDIA, ROCm version for AMD.
+    runtime_version: str | None = None
+    library_version: str | None = None
+
+    def gpu(self, index: int) -> GpuInfo | None:
+        for info in self.gpus:
+            if info.index == index:
+                return info
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known about the node at one moment. Immutable: safe to hand across threads."""
+
+    timestamp: float
+    node: NodeInfo
+    gpus: tuple[GpuSample, ...]
+    processes: tuple[ProcessSample, ...] = ()
+    host: HostSample | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def sample(self, index: int) -> GpuSample | None:
+        for sample in self.gpus:
+            if sample.index == index:
+                return sample
+        return None
+
+    def processes_on(self, index: int) -> tuple[ProcessSample, ...]:
+        return tuple(p for p in self.processes if p.gpu_index == index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise ValueError(
+                f"snapshot schema {version} is not supported (expected {SCHEMA_VERSION})"
+            )
+        return from_jsonable(cls, data)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses to dicts, frozensets to sorted lists, tuples to lists; numbers stay numbers."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (frozenset, set)):
+        return sorted(value)
+    if isinstance(value, (tuple, list)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def from_jsonable(tp: Any, data: Any) -> Any:
+    """Inverse of :func:`to_jsonable`, driven by the type hints. Unknown keys are ignored."""
+    if data is None:
+        return None
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = _type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+        return tp(**kwargs)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        non_none = [a for a in args if a is not type(None)]
+        return from_jsonable(non_none[0], data) if len(non_none) == 1 else data
+    if origin is frozenset:
+        return frozenset(data)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_jsonable(args[0], v) for v in data)
+        return tuple(from_jsonable(a, v) for a, v in zip(args, data, strict=False))
+    if tp is float and isinstance(data, int):
+        return float(data)
+    return data
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _type_hints(tp: type) -> dict[str, Any]:
+    if tp not in _HINTS:
+        _HINTS[tp] = typing.get_type_hints(tp)
+    return _HINTS[tp]
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SLOW_SAMPLE_FIELDS",
+    "THROTTLE_REASONS",
+    "THROTTLE_TROUBLE",
+    "GpuInfo",
+    "GpuSample",
+    "HostSample",
+    "MigDeviceInfo",
+    "MigSample",
+    "NodeInfo",
+    "ProcessSample",
+    "ProcessType",
+    "Snapshot",
+    "Vendor",
+    "describe_throttle",
+    "from_jsonable",
+    "to_jsonable",
+]

@@ -1,0 +1,107 @@
+"""The command line: exit codes and messages a user (or a script) relies on."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gputui import cli
+from gputui.backends import NoBackend
+
+REASONS = [
+    ("NVML", "libnvidia-ml.so.1 not found (no NVIDIA driver)"),
+    ("AMD-SMI", "amdsmi not installed"),
+]
+
+
+def run_gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    def refuse(spec: str = "auto", *, seed: int = 0):
+        raise NoBackend(REASONS)
+
+    monkeypatch.setattr("gputui.backends.open_backend", refuse)
+
+
+@pytest.mark.parametrize("argv", [["snapshot"], ["snapshot", "--json"], []])
+def test_no_gpu_exits_2_with_reasons_and_a_hint(no_gpu, capsys, argv) -> None:
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver)" in err
+    assert "AMD-SMI: amdsmi not installed" in err
+    assert "gputui --demo" in err
+
+
+@pytest.mark.skipif(
+    ctypes.util.find_library("nvidia-ml") is not None, reason="this machine has an NVIDIA driver"
+)
+def test_real_no_gpu_machine_gets_a_message_not_a_traceback() -> None:
+    result = run_gputui("snapshot")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "NVML: libnvidia-ml.so.1 not found" in result.stderr
+    assert "AMD-SMI:" in result.stderr
+    assert result.stdout == ""
+
+
+def test_demo_snapshot_json_is_a_full_reading() -> None:
+    result = run_gputui("--demo", "snapshot", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["node"]["backend"] == "sim:dgx-h100"
+    assert len(data["gpus"]) == 8 == len(data["node"]["gpus"])
+    assert data["processes"], "the demo node runs a training job"
+    # Two readings are taken so rates are real numbers, not null.
+    assert any(g["nvlink_tx_bytes_per_s"] is not None for g in data["gpus"])
+
+
+def test_snapshot_text_names_every_gpu(capsys) -> None:
+    assert cli.main(["snapshot", "--backend", "sim:a100-pcie"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("A100") >= 2
+    assert "PID" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--interval", "0"], "interval must be between"),
+        (["--interval", "fast"], "is not a number"),
+        (["--backend", "cuda"], "unknown backend 'cuda'"),
+        (["--demo", "--backend", "nvml"], "--demo cannot be combined"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_clear_message(capsys, argv, message) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_scenario_lists_the_real_ones(capsys) -> None:
+    code = None
+    try:
+        code = cli.main(["snapshot", "--backend", "sim:nope"])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "dgx-h100" in err

@@ -1,0 +1,55 @@
+"""History ring buffers: bounded, aligned, NaN for unknown values, processes expire."""
+
+from __future__ import annotations
+
+import math
+
+from gputui.history import PROCESS_RETENTION_S, History
+from gputui.model import GpuSample, NodeInfo, ProcessSample, Snapshot
+
+NODE = NodeInfo(hostname="h", backend="test", gpus=())
+
+
+def snap(t: float, util: float | None, gpus: int = 1, procs: tuple = ()) -> Snapshot:
+    samples = tuple(
+        GpuSample(i, t, utilization_gpu_pct=util, memory_used_bytes=30, memory_free_bytes=70)
+        for i in range(gpus)
+    )
+    return Snapshot(timestamp=t, node=NODE, gpus=samples, processes=procs)
+
+
+def test_capacity_bounds_every_series() -> None:
+    history = History(capacity=5)
+    for t in range(12):
+        history.record(snap(float(t), float(t)))
+    assert history.gpu_series(0, "utilization_gpu_pct") == [7.0, 8.0, 9.0, 10.0, 11.0]
+    assert history.timestamps() == [7.0, 8.0, 9.0, 10.0, 11.0]
+    assert history.gpu_series(0, "utilization_gpu_pct", last=2) == [10.0, 11.0]
+
+
+def test_unknown_values_are_nan_and_memory_pct_is_derived() -> None:
+    history = History()
+    history.record(snap(0.0, None))
+    assert math.isnan(history.gpu_series(0, "utilization_gpu_pct")[0])
+    assert history.gpu_series(0, "memory_used_pct") == [30.0]
+    assert history.gpu_series(5, "utilization_gpu_pct") == []
+
+
+def test_late_gpu_is_padded_to_stay_aligned() -> None:
+    history = History()
+    history.record(snap(0.0, 1.0, gpus=1))
+    history.record(snap(1.0, 2.0, gpus=2))
+    series = history.gpu_series(1, "utilization_gpu_pct")
+    assert len(series) == len(history.timestamps()) == 2
+    assert math.isnan(series[0]) and series[1] == 2.0
+
+
+def test_process_history_expires_after_retention() -> None:
+    history = History()
+    proc = ProcessSample(pid=7, gpu_index=0, gpu_memory_bytes=100, sm_pct=50.0)
+    history.record(snap(0.0, 1.0, procs=(proc,)))
+    history.record(snap(1.0, 1.0, procs=(proc,)))
+    assert history.process_series(7, 0, "sm_pct") == [50.0, 50.0]
+    assert math.isnan(history.process_series(7, 0, "cpu_pct")[0])
+    history.record(snap(2.0 + PROCESS_RETENTION_S, 1.0))
+    assert history.process_series(7, 0, "sm_pct") == []
