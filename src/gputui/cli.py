@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         "snapshot", help="print one reading and exit", description="Print one reading and exit."
     )
     _add_common(snapshot, suppress=True)
-    snapshot.add_argument("--json", action="store_true", help="JSON (schema: docs/snapshot.md)")
+    snapshot.add_argument(
+        "--json", action="store_true", help="JSON (schema: docs/snapshot-schema.md)"
+    )
     return parser
 
 

@@ -1,0 +1,765 @@
+"""NVIDIA backend: nvidia-ml-py (``import pynvml``) turned into :mod:`gputui.model` objects.
+
+``open`` initialises NVML, caches one handle per GPU (and per MIG slice) and reads the static facts;
+``read_gpus`` reads the fast tier on every call and the slow tier (ECC, remapped rows, PCIe and
+NVLink rates) when asked; ``read_processes`` lists GPU processes with their SM %.
+
+Every per-device call goes through :meth:`NvmlBackend._query`: an answer of "not supported" (or
+a symbol the driver or binding lacks) becomes ``None`` and is remembered per GPU, so that call is
+never made again; ``GpuIsLost`` marks that GPU lost and the other GPUs carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import socket
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from gputui.backends.base import Backend, BackendUnavailable
+from gputui.model import (
+    GpuInfo,
+    GpuSample,
+    MigDeviceInfo,
+    MigSample,
+    NodeInfo,
+    ProcessSample,
+    ProcessType,
+)
+
+LOST_MESSAGE = "GPU is lost (fell off the bus)"
+KIB = 1024
+MIB = 1024 * 1024
+MAX_PID = 4_194_304  # Linux PID_MAX_LIMIT: anything above is a garbled process row
+ALL_LINKS = 0xFFFFFFFF  # field-value scopeId meaning "sum over every NVLink"
+
+# Field ids (ABI-stable numbers from nvml.h; named here so importing this module needs no pynvml).
+FI_MEMORY_TEMP = 82
+FI_TOTAL_ENERGY = 83  # mJ
+FI_NVLINK_DATA_TX = 138  # cumulative KiB
+FI_NVLINK_DATA_RX = 139
+FI_PCIE_TX_BYTES = 197  # cumulative bytes
+FI_PCIE_RX_BYTES = 198
+
+_FAST_FIELDS = ((FI_TOTAL_ENERGY, 0), (FI_MEMORY_TEMP, 0))
+_SLOW_FIELDS = (
+    (FI_PCIE_TX_BYTES, 0),
+    (FI_PCIE_RX_BYTES, 0),
+    (FI_NVLINK_DATA_TX, ALL_LINKS),
+    (FI_NVLINK_DATA_RX, ALL_LINKS),
+)
+_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+_RET_SUCCESS = 0
+_RET_GPU_IS_LOST = 15
+# INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND: this field never answers.
+_RET_UNSUPPORTED = frozenset({2, 3, 4, 13})
+
+_ARCHITECTURES = {
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada Lovelace",
+    9: "Hopper",
+    10: "Blackwell",
+    13: "Rubin",
+}
+
+# Clock-event (throttle) bits. 0x200 and 0x400 exist only in the deprecated "Throttle" family of
+# constants, so they are decoded by value.
+THROTTLE_BITS: tuple[tuple[int, str], ...] = (
+    (0x001, "gpu_idle"),
+    (0x002, "applications_clocks"),
+    (0x004, "sw_power_cap"),
+    (0x008, "hw_slowdown"),
+    (0x010, "sync_boost"),
+    (0x020, "sw_thermal"),
+    (0x040, "hw_thermal"),
+    (0x080, "hw_power_brake"),
+    (0x100, "display_clocks"),
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
+)
+
+_COMPUTE_CALLS = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses",
+)
+_GRAPHICS_CALLS = (
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v2",
+    "nvmlDeviceGetGraphicsRunningProcesses",
+)
+_PROCESS_UTIL_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
+
+
+def decode_throttle_reasons(mask: int) -> frozenset[str]:
+    """NVML clock-event bitmask -> canonical names from :data:`gputui.model.THROTTLE_REASONS`."""
+    return frozenset(name for bit, name in THROTTLE_BITS if mask & bit)
+
+
+class _GpuLost(Exception):
+    """Raised inside the backend when a call says the GPU is lost."""
+
+
+@dataclass
+class _Mig:
+    handle: Any
+    info: MigDeviceInfo
+    key: str  # prefix for this slice's entries in the unsupported set
+
+
+@dataclass
+class _Gpu:
+    """Per-GPU state: the cached handle, what it cannot answer, counter baselines."""
+
+    index: int
+    handle: Any = None
+    info: GpuInfo | None = None
+    lost: bool = False
+    error: str | None = None
+    unsupported: set[str] = field(default_factory=set)
+    migs: list[_Mig] = field(default_factory=list)
+    counters: dict[str, tuple[int, float]] = field(default_factory=dict)
+    util_seen_us: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Memory:
+    total: int
+    used: int
+    free: int
+    reserved: int | None  # None with the v1 call, whose "used" includes the reserved part
+
+
+class NvmlBackend(Backend):
+    """The NVML adapter. ``nvml`` injects a pynvml-like module (tests); by default ``open``
+    imports nvidia-ml-py lazily."""
+
+    name = "NVML"
+
+    def __init__(self, nvml: ModuleType | Any | None = None) -> None:
+        self._injected = nvml
+        self._nvml: Any = None
+        self._initialized = False
+        self._gpus: list[_Gpu] = []
+        self._unsupported_errors: tuple[type[BaseException], ...] = ()
+        self._lost_errors: tuple[type[BaseException], ...] = ()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def open(self) -> NodeInfo:
+        nvml = self._nvml = self._load()
+        self._unsupported_errors = (
+            *_classes(
+                nvml,
+                "NVMLError_NotSupported",
+                "NVMLError_FunctionNotFound",
+                "NVMLError_NoPermission",
+                "NVMLError_InvalidArgument",
+                "NVMLLibraryMismatchError",
+            ),
+            ctypes.ArgumentError,  # argument types the driver's symbol does not take
+        )
+        self._lost_errors = _classes(nvml, "NVMLError_GpuIsLost")
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            raise BackendUnavailable(_init_reason(nvml, exc)) from None
+        self._initialized = True
+        try:
+            return self._open_node()
+        except BackendUnavailable:
+            self.close()
+            raise
+        except nvml.NVMLError as exc:
+            self.close()
+            raise BackendUnavailable(_init_reason(nvml, exc)) from None
+
+    def close(self) -> None:
+        if not self._initialized:
+            return
+        self._initialized = False
+        with contextlib.suppress(Exception):
+            self._nvml.nvmlShutdown()
+
+    def _load(self) -> Any:
+        if self._injected is not None:
+            return self._injected
+        try:
+            with warnings.catch_warnings():
+                # The deprecated PyPI "pynvml" shim warns on import; never let that hit the screen.
+                warnings.simplefilter("ignore")
+                import pynvml
+        except ImportError:
+            raise BackendUnavailable("nvidia-ml-py not installed") from None
+        except Exception as exc:
+            raise BackendUnavailable(f"nvidia-ml-py failed to import: {exc}") from None
+        if not str(getattr(pynvml, "__file__", "") or "").endswith("pynvml.py"):
+            raise BackendUnavailable(
+                "an old 'pynvml' package shadows nvidia-ml-py: "
+                "uninstall the deprecated 'pynvml' package (pip uninstall pynvml)"
+            )
+        return pynvml
+
+    def _open_node(self) -> NodeInfo:
+        nvml = self._nvml
+        count = nvml.nvmlDeviceGetCount()
+        if count <= 0:
+            raise BackendUnavailable("no NVIDIA GPU found")
+        self._gpus = [self._open_gpu(i) for i in range(count)]
+        if all(gpu.lost for gpu in self._gpus):
+            raise BackendUnavailable(self._gpus[0].error or "no usable NVIDIA GPU")
+        cuda = self._system("nvmlSystemGetCudaDriverVersion")
+        return NodeInfo(
+            hostname=socket.gethostname(),
+            backend=self.name,
+            gpus=tuple(gpu.info for gpu in self._gpus if gpu.info is not None),
+            driver_version=self._system("nvmlSystemGetDriverVersion"),
+            runtime_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            library_version=self._system("nvmlSystemGetNVMLVersion"),
+        )
+
+    def _system(self, name: str) -> Any:
+        fn = getattr(self._nvml, name, None)
+        if fn is None:
+            return None
+        try:
+            return fn()
+        except self._nvml.NVMLError:
+            return None
+
+    def _open_gpu(self, index: int) -> _Gpu:
+        nvml = self._nvml
+        gpu = _Gpu(index=index)
+        try:
+            gpu.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            gpu.info = self._static_info(gpu)
+        except (_GpuLost, *self._lost_errors):
+            self._mark_lost(gpu)
+        except nvml.NVMLError as exc:
+            self._mark_lost(gpu, f"cannot open GPU {index}: {_init_reason(nvml, exc)}")
+        if gpu.info is None:
+            gpu.info = GpuInfo(index=index, name="unknown", uuid="", vendor="nvidia")
+        return gpu
+
+    # -- the one place that talks to NVML for a device ---------------------------------------
+
+    def _query(self, gpu: _Gpu, key: str, fn: str | Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` for ``gpu`` (``fn`` a pynvml name or a callable), or None.
+
+        "Not supported" (also a symbol missing from driver or binding, no permission, invalid
+        argument) is remembered under ``key`` and never asked again; other NVML errors are taken
+        as transient; a lost GPU raises :class:`_GpuLost`.
+        """
+        if key in gpu.unsupported:
+            return None
+        call = getattr(self._nvml, fn, None) if isinstance(fn, str) else fn
+        if call is None:
+            gpu.unsupported.add(key)
+            return None
+        try:
+            return call(*args)
+        except self._lost_errors:
+            raise _GpuLost from None
+        except self._unsupported_errors:
+            gpu.unsupported.add(key)
+            return None
+        except self._nvml.NVMLError:
+            return None
+
+    def _first(self, gpu: _Gpu, key: str, calls: Sequence[str], *args: Any) -> Any:
+        """The first of ``calls`` (newest first) the driver supports; the rest are fallbacks."""
+        for name in calls:
+            value = self._query(gpu, f"{key}:{name}", name, *args)
+            if f"{key}:{name}" not in gpu.unsupported:
+                return value
+        return None
+
+    def _mark_lost(self, gpu: _Gpu, message: str = LOST_MESSAGE) -> None:
+        gpu.lost = True
+        gpu.error = message
+
+    # -- static tier -------------------------------------------------------------------------
+
+    def _static_info(self, gpu: _Gpu) -> GpuInfo:
+        nvml, h = self._nvml, gpu.handle
+
+        def q(key: str, fn: str, *args: Any) -> Any:
+            return self._query(gpu, key, fn, *args)
+
+        pci = q("pci", "nvmlDeviceGetPciInfo", h)
+        cc = q("cuda_cc", "nvmlDeviceGetCudaComputeCapability", h)
+        attrs = q("attributes", "nvmlDeviceGetAttributes", h)
+        memory = self._memory(gpu, h, "")
+        constraints = q("power_constraints", "nvmlDeviceGetPowerManagementLimitConstraints", h)
+        mig_mode = q("mig_mode", "nvmlDeviceGetMigMode", h)
+        mig_enabled = None if mig_mode is None else mig_mode[0] == 1  # NVML_DEVICE_MIG_ENABLE
+        ecc = q("ecc_mode", "nvmlDeviceGetEccMode", h)
+        persistence = q("persistence", "nvmlDeviceGetPersistenceMode", h)
+        clocks = {
+            kind: q(f"max_clock_{kind}", "nvmlDeviceGetMaxClockInfo", h, clock)
+            for kind, clock in _clock_types(nvml).items()
+        }
+        thresholds = {
+            kind: q(f"temp_threshold_{kind}", "nvmlDeviceGetTemperatureThreshold", h, threshold)
+            for kind, threshold in (
+                ("slowdown", getattr(nvml, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1)),
+                ("shutdown", getattr(nvml, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0)),
+            )
+        }
+        gpu.migs = self._open_migs(gpu) if mig_enabled else []
+        return GpuInfo(
+            index=gpu.index,
+            name=q("name", "nvmlDeviceGetName", h) or "unknown",
+            uuid=q("uuid", "nvmlDeviceGetUUID", h) or "",
+            vendor="nvidia",
+            pci_bus_id=_text(pci.busId) if pci is not None else None,
+            architecture=_ARCHITECTURES.get(q("architecture", "nvmlDeviceGetArchitecture", h)),
+            compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+            sm_count=(attrs.multiprocessorCount or None) if attrs is not None else None,
+            memory_total_bytes=memory.total if memory else None,
+            power_default_limit_w=_watts(
+                q("power_default", "nvmlDeviceGetPowerManagementDefaultLimit", h)
+            ),
+            power_min_limit_w=_watts(constraints[0]) if constraints else None,
+            power_max_limit_w=_watts(constraints[1]) if constraints else None,
+            sm_clock_max_mhz=clocks["sm"],
+            memory_clock_max_mhz=clocks["memory"],
+            graphics_clock_max_mhz=clocks["graphics"],
+            pcie_max_gen=self._first(
+                gpu,
+                "pcie_max_gen",
+                ("nvmlDeviceGetGpuMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration"),
+                h,
+            ),
+            pcie_max_width=q("pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth", h),
+            temperature_slowdown_c=_float(thresholds["slowdown"]),
+            temperature_shutdown_c=_float(thresholds["shutdown"]),
+            fan_count=q("fan_count", "nvmlDeviceGetNumFans", h),
+            mig_enabled=mig_enabled,
+            mig_devices=tuple(mig.info for mig in gpu.migs),
+            ecc_enabled=bool(ecc[0]) if ecc else None,
+            persistence_mode=None if persistence is None else bool(persistence),
+            vbios_version=q("vbios", "nvmlDeviceGetVbiosVersion", h),
+            serial=q("serial", "nvmlDeviceGetSerial", h),
+        )
+
+    def _open_migs(self, gpu: _Gpu) -> list[_Mig]:
+        slots = self._query(gpu, "mig_count", "nvmlDeviceGetMaxMigDeviceCount", gpu.handle) or 0
+        migs = []
+        for slot in range(slots):
+            # An empty slot answers NotFound: a transient-looking error, so not remembered.
+            handle = self._query(
+                gpu, f"mig_handle{slot}", "nvmlDeviceGetMigDeviceHandleByIndex", gpu.handle, slot
+            )
+            if handle is None:
+                continue
+            key = f"mig{slot}/"
+
+            def q(name: str, fn: str, handle: Any = handle, key: str = key) -> Any:
+                return self._query(gpu, key + name, fn, handle)
+
+            gi = q("gi", "nvmlDeviceGetGpuInstanceId")
+            ci = q("ci", "nvmlDeviceGetComputeInstanceId")
+            uuid = q("uuid", "nvmlDeviceGetUUID")
+            if gi is None or ci is None or not uuid:
+                continue  # a slice we cannot identify is of no use
+            attrs = q("attributes", "nvmlDeviceGetAttributes")
+            memory_total = attrs.memorySizeMB * MIB if attrs is not None else None
+            if memory_total is None and (memory := self._memory(gpu, handle, key)) is not None:
+                memory_total = memory.total
+            info = MigDeviceInfo(
+                parent_index=gpu.index,
+                gpu_instance_id=gi,
+                compute_instance_id=ci,
+                uuid=uuid,
+                name=q("name", "nvmlDeviceGetName"),
+                memory_total_bytes=memory_total,
+                sm_count=attrs.multiprocessorCount if attrs is not None else None,
+            )
+            migs.append(_Mig(handle=handle, info=info, key=key))
+        return migs
+
+    # -- fast and slow tiers -----------------------------------------------------------------
+
+    def read_gpus(self, now: float, *, slow: bool) -> list[GpuSample]:
+        samples = []
+        for gpu in self._gpus:
+            if not gpu.lost:
+                try:
+                    samples.append(self._read_gpu(gpu, now, slow))
+                    continue
+                except _GpuLost:
+                    self._mark_lost(gpu)
+                except Exception as exc:  # a binding bug must not take the other GPUs down
+                    samples.append(GpuSample(index=gpu.index, timestamp=now, error=str(exc)))
+                    continue
+            samples.append(GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.error))
+        return samples
+
+    def _read_gpu(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:
+        nvml, h = self._nvml, gpu.handle
+
+        def q(key: str, fn: str, *args: Any) -> Any:
+            return self._query(gpu, key, fn, *args)
+
+        fields = self._fields(gpu, _FAST_FIELDS + (_SLOW_FIELDS if slow else ()))
+        util = q("utilization", "nvmlDeviceGetUtilizationRates", h)
+        memory = self._memory(gpu, h, "")
+        energy_mj = fields.get(FI_TOTAL_ENERGY)
+        if energy_mj is None:
+            energy_mj = q("energy", "nvmlDeviceGetTotalEnergyConsumption", h)
+        memory_temp = fields.get(FI_MEMORY_TEMP)
+        temperature_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+        clocks = {
+            kind: q(f"clock_{kind}", "nvmlDeviceGetClockInfo", h, clock)
+            for kind, clock in _clock_types(nvml).items()
+        }
+        pstate = q("pstate", "nvmlDeviceGetPerformanceState", h)
+        encoder = q("encoder", "nvmlDeviceGetEncoderUtilization", h)
+        decoder = q("decoder", "nvmlDeviceGetDecoderUtilization", h)
+        reasons = self._first(
+            gpu,
+            "throttle",
+            ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"),
+            h,
+        )
+        values: dict[str, Any] = {
+            "utilization_gpu_pct": _float(util.gpu) if util is not None else None,
+            "utilization_memory_pct": _float(util.memory) if util is not None else None,
+            "memory_used_bytes": memory.used if memory else None,
+            "memory_free_bytes": memory.free if memory else None,
+            "memory_reserved_bytes": memory.reserved if memory else None,
+            "power_w": _watts(q("power", "nvmlDeviceGetPowerUsage", h)),
+            "power_limit_w": _watts(q("power_limit", "nvmlDeviceGetEnforcedPowerLimit", h)),
+            "energy_j": energy_mj / 1000 if energy_mj is not None else None,
+            "temperature_gpu_c": _float(
+                self._first(
+                    gpu,
+                    "temperature",
+                    ("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature"),
+                    h,
+                    temperature_sensor,
+                )
+            ),
+            # nvidia-ml-py has no hotspot (junction) sensor or field: hotspot stays None.
+            # A board without a memory sensor reads 0 rather than failing.
+            "temperature_memory_c": _float(memory_temp) if memory_temp else None,
+            "fan_pct": self._fan(gpu),
+            "clock_sm_mhz": clocks["sm"],
+            "clock_memory_mhz": clocks["memory"],
+            "clock_graphics_mhz": clocks["graphics"],
+            "pstate": pstate if pstate is not None and 0 <= pstate <= 15 else None,  # 32: unknown
+            "pcie_gen": q("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h),
+            "pcie_width": q("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h),
+            "encoder_pct": _float(encoder[0]) if encoder else None,
+            "decoder_pct": _float(decoder[0]) if decoder else None,
+            "throttle_reasons": decode_throttle_reasons(reasons) if reasons is not None else None,
+            "mig_devices": tuple(self._mig_sample(gpu, mig) for mig in gpu.migs),
+        }
+        if slow:
+            values.update(self._read_slow(gpu, now, fields))
+        return GpuSample(index=gpu.index, timestamp=now, **values)
+
+    def _read_slow(self, gpu: _Gpu, now: float, fields: dict[int, Any]) -> dict[str, Any]:
+        nvml, h = self._nvml, gpu.handle
+        corrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        uncorrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+        volatile = getattr(nvml, "NVML_VOLATILE_ECC", 0)
+        aggregate = getattr(nvml, "NVML_AGGREGATE_ECC", 1)
+        values: dict[str, Any] = {
+            name: self._query(gpu, name, "nvmlDeviceGetTotalEccErrors", h, kind, counter)
+            for name, kind, counter in (
+                ("ecc_volatile_corrected", corrected, volatile),
+                ("ecc_volatile_uncorrected", uncorrected, volatile),
+                ("ecc_aggregate_corrected", corrected, aggregate),
+                ("ecc_aggregate_uncorrected", uncorrected, aggregate),
+            )
+        }
+        pending = self._query(gpu, "retired_pending", "nvmlDeviceGetRetiredPagesPendingStatus", h)
+        values["retired_pages_pending"] = None if pending is None else bool(pending)
+        rows = self._query(gpu, "remapped_rows", "nvmlDeviceGetRemappedRows", h)
+        if rows is not None:
+            corr, unc, rows_pending, failure = rows
+            values.update(
+                remapped_rows_correctable=corr,
+                remapped_rows_uncorrectable=unc,
+                remapped_rows_pending=bool(rows_pending),
+                remapped_rows_failure=bool(failure),
+            )
+        values.update(self._pcie_rates(gpu, now, fields))
+        for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
+            rate = self._rate(gpu, f"nvlink_{direction}", fields.get(field_id), now)
+            values[f"nvlink_{direction}_bytes_per_s"] = rate * KIB if rate is not None else None
+        return values
+
+    def _pcie_rates(self, gpu: _Gpu, now: float, fields: dict[int, Any]) -> dict[str, Any]:
+        """PCIe bytes/s from the cumulative counters; the 20 ms-blocking throughput call only
+        when the driver has no counters."""
+        values: dict[str, Any] = {}
+        counters = {"tx": FI_PCIE_TX_BYTES, "rx": FI_PCIE_RX_BYTES}
+        throughput = {
+            "tx": getattr(self._nvml, "NVML_PCIE_UTIL_TX_BYTES", 0),
+            "rx": getattr(self._nvml, "NVML_PCIE_UTIL_RX_BYTES", 1),
+        }
+        for direction, field_id in counters.items():
+            if f"field{field_id}" not in gpu.unsupported:
+                rate = self._rate(gpu, f"pcie_{direction}", fields.get(field_id), now)
+            else:
+                kbs = self._query(
+                    gpu,
+                    f"pcie_throughput_{direction}",
+                    "nvmlDeviceGetPcieThroughput",
+                    gpu.handle,
+                    throughput[direction],
+                )
+                rate = kbs * KIB if kbs is not None else None
+            values[f"pcie_{direction}_bytes_per_s"] = _float(rate)
+        return values
+
+    def _rate(self, gpu: _Gpu, key: str, value: Any, now: float) -> float | None:
+        """Per-second rate of a cumulative counter: None on the first reading, when time did not
+        move, or when the counter went backwards (wrap or driver reload)."""
+        if value is None:
+            return None  # keep the old baseline: the next reading spans the gap
+        previous = gpu.counters.get(key)
+        gpu.counters[key] = (value, now)
+        if previous is None:
+            return None
+        before, then = previous
+        if now <= then or value < before:
+            return None
+        return (value - before) / (now - then)
+
+    def _fields(self, gpu: _Gpu, wanted: Sequence[tuple[int, int]]) -> dict[int, Any]:
+        """Batch-read field values in one call; entries that never answer are remembered."""
+        request = [f for f in wanted if f"field{f[0]}" not in gpu.unsupported]
+        if not request:
+            return {}
+        entries = self._query(gpu, "field_values", "nvmlDeviceGetFieldValues", gpu.handle, request)
+        if entries is None:
+            return {}
+        values: dict[int, Any] = {}
+        for (field_id, _scope), entry in zip(request, entries, strict=False):
+            ret = entry.nvmlReturn
+            if ret == _RET_SUCCESS and 0 <= entry.valueType < len(_VALUE_MEMBERS):
+                values[field_id] = getattr(entry.value, _VALUE_MEMBERS[entry.valueType])
+            elif ret == _RET_GPU_IS_LOST:
+                raise _GpuLost
+            elif ret in _RET_UNSUPPORTED:
+                gpu.unsupported.add(f"field{field_id}")
+        return values
+
+    def _memory(self, gpu: _Gpu, handle: Any, key: str) -> _Memory | None:
+        """Memory info, v2 first (splits out reserved memory); whichever works is remembered."""
+        mem = self._query(gpu, key + "memory_v2", self._memory_v2, handle)
+        if mem is not None:
+            return _Memory(total=mem.total, used=mem.used, free=mem.free, reserved=mem.reserved)
+        if key + "memory_v2" not in gpu.unsupported:
+            return None  # v2 exists but failed this time
+        mem = self._query(gpu, key + "memory_v1", "nvmlDeviceGetMemoryInfo", handle)
+        if mem is None:
+            return None
+        return _Memory(total=mem.total, used=mem.used, free=mem.free, reserved=None)
+
+    def _memory_v2(self, handle: Any) -> Any:
+        nvml = self._nvml
+        version = getattr(nvml, "nvmlMemory_v2", None)
+        if version is None:
+            raise nvml.NVMLError_FunctionNotFound()
+        try:
+            return nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+        except TypeError:  # a binding older than the version= keyword
+            raise nvml.NVMLError_FunctionNotFound() from None
+
+    def _fan(self, gpu: _Gpu) -> float | None:
+        """Average over the fans; None on fanless boards."""
+        count = gpu.info.fan_count if gpu.info else None
+        if count == 0:
+            return None
+        speeds = [
+            speed
+            for fan in range(count or 0)
+            if (speed := self._query(gpu, f"fan{fan}", "nvmlDeviceGetFanSpeed_v2", gpu.handle, fan))
+            is not None
+        ]
+        if not speeds:
+            speed = self._query(gpu, "fan", "nvmlDeviceGetFanSpeed", gpu.handle)
+            speeds = [speed] if speed is not None else []
+        return sum(speeds) / len(speeds) if speeds else None
+
+    def _mig_sample(self, gpu: _Gpu, mig: _Mig) -> MigSample:
+        memory = self._memory(gpu, mig.handle, mig.key)
+        return MigSample(
+            uuid=mig.info.uuid,
+            memory_used_bytes=memory.used if memory else None,
+            memory_total_bytes=memory.total if memory else mig.info.memory_total_bytes,
+        )
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def read_processes(self, now: float) -> list[ProcessSample]:
+        processes: list[ProcessSample] = []
+        for gpu in self._gpus:
+            if gpu.lost:
+                continue
+            try:
+                processes.extend(self._gpu_processes(gpu))
+            except _GpuLost:
+                self._mark_lost(gpu)
+            except Exception:  # a binding bug on one GPU must not hide the others' processes
+                continue
+        return processes
+
+    def _gpu_processes(self, gpu: _Gpu) -> list[ProcessSample]:
+        info = gpu.info
+        if info is not None and info.mig_enabled:
+            targets = [(m.handle, m.key, m.info.uuid, m.info.memory_total_bytes) for m in gpu.migs]
+        else:
+            targets = [(gpu.handle, "", None, info.memory_total_bytes if info else None)]
+        processes: list[ProcessSample] = []
+        for handle, key, mig_uuid, memory_limit in targets:
+            compute = self._first(gpu, key + "compute_procs", _COMPUTE_CALLS, handle)
+            graphics = self._first(gpu, key + "graphics_procs", _GRAPHICS_CALLS, handle)
+            if not compute and not graphics:
+                continue
+            sm = self._process_sm(gpu, handle, key)
+            rows = _merge_processes(compute or [], graphics or [], memory_limit)
+            processes.extend(
+                ProcessSample(
+                    pid=pid,
+                    gpu_index=gpu.index,
+                    type=kind,
+                    gpu_memory_bytes=memory,
+                    sm_pct=None if sm is None else sm.get(pid, 0.0),
+                    mig_uuid=mig_uuid,
+                )
+                for pid, (kind, memory) in rows.items()
+            )
+        return processes
+
+    def _process_sm(self, gpu: _Gpu, handle: Any, key: str) -> dict[int, float] | None:
+        """SM % per PID from samples newer than the last one seen on this handle.
+
+        None when the driver cannot tell; {} when it can but has no new samples (idle: 0 %).
+        """
+        last_seen = gpu.util_seen_us.get(key, 0)
+        samples = None
+        for name in _PROCESS_UTIL_CALLS:
+            fn = getattr(self._nvml, name, None)
+            samples = self._query(
+                gpu, f"{key}process_util:{name}", _samples_since(self._nvml, fn), handle, last_seen
+            )
+            if f"{key}process_util:{name}" not in gpu.unsupported:
+                break
+        if samples is None:
+            return None
+        newest: dict[int, tuple[int, float]] = {}
+        for sample in samples:
+            stamp = sample.timeStamp
+            last_seen = max(last_seen, stamp)
+            if sample.pid not in newest or stamp >= newest[sample.pid][0]:
+                newest[sample.pid] = (stamp, min(max(float(sample.smUtil), 0.0), 100.0))
+        gpu.util_seen_us[key] = last_seen
+        return {pid: sm for pid, (_, sm) in newest.items()}
+
+
+# -- small pure helpers ---------------------------------------------------------------------------
+
+
+def _samples_since(nvml: Any, fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """Wrap a per-process utilization call so NotFound ("no samples since then") reads as []."""
+    if fn is None:
+        return None
+
+    def call(handle: Any, last_seen_us: int) -> Any:
+        try:
+            return fn(handle, last_seen_us)
+        except nvml.NVMLError_NotFound:
+            return []
+
+    return call
+
+
+def _merge_processes(
+    compute: Sequence[Any], graphics: Sequence[Any], memory_limit: int | None
+) -> dict[int, tuple[ProcessType, int | None]]:
+    """Merge the compute and graphics lists by PID, dropping garbled rows (a driver/binding struct
+    mismatch shows up as PID 0, huge PIDs or more memory than the GPU has)."""
+    kinds: dict[int, set[str]] = {}
+    memory: dict[int, int | None] = {}
+    for kind, rows in (("compute", compute), ("graphics", graphics)):
+        for row in rows:
+            pid, used = getattr(row, "pid", None), getattr(row, "usedGpuMemory", None)
+            if not _sane_process(pid, used, memory_limit):
+                continue
+            kinds.setdefault(pid, set()).add(kind)
+            if used is not None:
+                memory[pid] = max(memory.get(pid) or 0, used)
+            else:
+                memory.setdefault(pid, None)
+    merged: dict[int, tuple[ProcessType, int | None]] = {}
+    for pid, found in kinds.items():
+        kind: ProcessType = (
+            "compute+graphics"
+            if len(found) == 2
+            else ("compute" if "compute" in found else "graphics")
+        )
+        merged[pid] = (kind, memory.get(pid))
+    return merged
+
+
+def _sane_process(pid: Any, used: Any, memory_limit: int | None) -> bool:
+    if not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+        return False
+    if used is None:
+        return True
+    return isinstance(used, int) and used >= 0 and (memory_limit is None or used <= memory_limit)
+
+
+def _init_reason(nvml: Any, exc: BaseException) -> str:
+    """One line for the user from an error raised by nvmlInit (or the first calls after it)."""
+    for name, reason in (
+        ("NVMLError_LibraryNotFound", "libnvidia-ml.so.1 not found (no NVIDIA driver)"),
+        ("NVMLError_DriverNotLoaded", "NVIDIA driver not loaded"),
+        ("NVMLError_NoPermission", "no permission to open the NVIDIA device nodes"),
+    ):
+        cls = getattr(nvml, name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return reason
+    return f"NVML init failed: {exc}"
+
+
+def _classes(nvml: Any, *names: str) -> tuple[type[BaseException], ...]:
+    return tuple(cls for name in names if isinstance(cls := getattr(nvml, name, None), type))
+
+
+def _clock_types(nvml: Any) -> dict[str, int]:
+    return {
+        "sm": getattr(nvml, "NVML_CLOCK_SM", 1),
+        "memory": getattr(nvml, "NVML_CLOCK_MEM", 2),
+        "graphics": getattr(nvml, "NVML_CLOCK_GRAPHICS", 0),
+    }
+
+
+def _watts(milliwatts: Any) -> float | None:
+    return milliwatts / 1000 if milliwatts is not None else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+__all__ = ["THROTTLE_BITS", "NvmlBackend", "decode_throttle_reasons"]

@@ -1,0 +1,819 @@
+"""A fake nvidia-ml-py (``pynvml``) for testing the NVML backend without a GPU.
+
+It mirrors the real module: the same function names and parameters (a test checks them against
+the installed ``pynvml``), the same return types (the real ctypes structs, lists and tuples, a
+``c_uint`` from ``nvmlDeviceIsMigDeviceHandle``, a ctypes array of ``c_nvmlFieldValue_t``) and the
+genuine error classes and constants, copied from the real module.
+
+Build one with :func:`make_fake_nvml` from a list of :class:`FakeGpu`. Every behaviour a test
+needs is a knob on :class:`FakeGpu` (values, ``unsupported``, ``errors``, ``all_unsupported``,
+``lost``, ``lost_after``, MIG slices, processes) or on :class:`FakeNvml` (``init_error``,
+``missing`` C symbols that raise FunctionNotFound, ``absent`` names the binding lacks). Calls are
+counted in ``calls`` (per function), ``gpu_calls`` (per GPU index and function) and logged in
+``log``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import types
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pynvml as _real
+
+GiB = 1 << 30
+MiB = 1 << 20
+UINT_MAX = 0xFFFFFFFF
+
+# The genuine error classes, so ``except pynvml.NVMLError_NotSupported`` behaves as in production.
+NVMLError = _real.NVMLError
+NVMLLibraryMismatchError = _real.NVMLLibraryMismatchError
+NVMLError_NotSupported = _real.NVMLError_NotSupported
+NVMLError_NoPermission = _real.NVMLError_NoPermission
+NVMLError_NotFound = _real.NVMLError_NotFound
+NVMLError_InvalidArgument = _real.NVMLError_InvalidArgument
+NVMLError_FunctionNotFound = _real.NVMLError_FunctionNotFound
+NVMLError_LibraryNotFound = _real.NVMLError_LibraryNotFound
+NVMLError_DriverNotLoaded = _real.NVMLError_DriverNotLoaded
+NVMLError_GpuIsLost = _real.NVMLError_GpuIsLost
+NVMLError_Uninitialized = _real.NVMLError_Uninitialized
+NVMLError_Unknown = _real.NVMLError_Unknown
+
+# Device calls that still answer when a FakeGpu has ``all_unsupported=True``.
+ALWAYS_SUPPORTED = frozenset(
+    {
+        "nvmlDeviceGetHandleByIndex",
+        "nvmlDeviceGetName",
+        "nvmlDeviceGetUUID",
+        "nvmlDeviceGetIndex",
+        "nvmlDeviceGetFieldValues",  # answers, with NOT_SUPPORTED in every entry
+    }
+)
+
+ErrorSpec = type[NVMLError] | BaseException
+
+
+@dataclass
+class FakeProcess:
+    """A row of ``nvmlDeviceGet{Compute,Graphics}RunningProcesses``."""
+
+    pid: int
+    used_gpu_memory: int | None = GiB
+    gpu_instance_id: int = UINT_MAX
+    compute_instance_id: int = UINT_MAX
+
+
+@dataclass
+class FakeProcUtil:
+    """A per-process utilization sample (timestamp in µs)."""
+
+    pid: int
+    timestamp_us: int
+    sm: int
+    mem: int = 0
+    enc: int = 0
+    dec: int = 0
+
+
+@dataclass
+class FakeMig:
+    """A MIG device (slice) living in one slot of its parent."""
+
+    gpu_instance_id: int
+    compute_instance_id: int = 0
+    uuid: str = ""
+    name: str = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    memory_total: int = 10 * GiB
+    memory_used: int = GiB
+    memory_reserved: int = 0
+    sm_count: int = 16
+    compute_processes: list[FakeProcess] = field(default_factory=list)
+    graphics_processes: list[FakeProcess] = field(default_factory=list)
+
+
+def _default_clocks() -> dict[int, int]:
+    return {_real.NVML_CLOCK_GRAPHICS: 1755, _real.NVML_CLOCK_SM: 1755, _real.NVML_CLOCK_MEM: 2619}
+
+
+def _default_max_clocks() -> dict[int, int]:
+    return {_real.NVML_CLOCK_GRAPHICS: 1980, _real.NVML_CLOCK_SM: 1980, _real.NVML_CLOCK_MEM: 2619}
+
+
+@dataclass
+class FakeGpu:
+    """One physical GPU. Defaults describe a healthy H100 SXM; change any field in a test.
+
+    Raw NVML units: power in mW, energy in mJ, NVLink counters in KiB, PCIe throughput in KB/s.
+    A value of ``None`` makes the matching call raise NotSupported (or the field entry report it).
+    """
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = ""
+    pci_bus_id: str = ""
+    architecture: int = _real.NVML_DEVICE_ARCH_HOPPER
+    cuda_compute_capability: tuple[int, int] = (9, 0)
+    sm_count: int | None = 132
+    memory_total: int = 80 * GiB
+    memory_used: int = 10 * GiB
+    memory_reserved: int = 512 * MiB
+    util_gpu: int = 50
+    util_memory: int = 20
+    power_mw: int | None = 350_000
+    enforced_power_limit_mw: int | None = 700_000
+    power_limit_mw: int | None = 700_000
+    power_default_limit_mw: int | None = 700_000
+    power_min_limit_mw: int = 200_000
+    power_max_limit_mw: int = 700_000
+    energy_mj: int | None = 123_456_789
+    temperature: int | None = 45
+    memory_temperature: int | None = 52
+    temp_slowdown: int | None = 87
+    temp_shutdown: int | None = 92
+    fan_speeds: list[int] = field(default_factory=list)  # empty: fanless (NumFans 0)
+    clocks: dict[int, int] = field(default_factory=_default_clocks)
+    max_clocks: dict[int, int] = field(default_factory=_default_max_clocks)
+    pstate: int = 0
+    pcie_gen: int = 5
+    pcie_width: int = 16
+    pcie_max_gen: int = 4  # what the system (slot) allows
+    gpu_max_pcie_gen: int = 5  # what the GPU can do
+    pcie_max_width: int = 16
+    encoder: int = 0
+    decoder: int = 0
+    throttle_reasons: int = 0
+    ecc_mode: int | None = 1
+    # (NVML_MEMORY_ERROR_TYPE_*, NVML_VOLATILE_ECC / NVML_AGGREGATE_ECC) -> count
+    ecc_errors: dict[tuple[int, int], int] = field(default_factory=dict)
+    retired_pages_pending: int | None = 0
+    remapped_rows: tuple[int, int, int, int] | None = (0, 0, 0, 0)
+    persistence_mode: int = 1
+    vbios: str = "96.00.99.00.01"
+    serial: str = "1650123456789"
+    mig_mode: int | None = 0  # None: MIG not supported (pre-Ampere)
+    max_mig_devices: int = 7
+    migs: list[FakeMig | None] = field(default_factory=list)  # slot i -> slice (None: empty)
+    compute_processes: list[FakeProcess] = field(default_factory=list)
+    graphics_processes: list[FakeProcess] = field(default_factory=list)
+    process_utilization: list[FakeProcUtil] = field(default_factory=list)
+    pcie_tx_bytes: int | None = 0  # cumulative counters (field values 197/198)
+    pcie_rx_bytes: int | None = 0
+    pcie_throughput_kbs: tuple[int, int] = (0, 0)  # (tx, rx) from nvmlDeviceGetPcieThroughput
+    nvlink_tx_kib: int | None = 0  # cumulative, all links (field values 138/139)
+    nvlink_rx_kib: int | None = 0
+    # Knobs for failures.
+    unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
+    unsupported_fields: set[int] = field(default_factory=set)  # field ids reported NOT_SUPPORTED
+    field_returns: dict[int, int] = field(default_factory=dict)  # field id -> NVML_ERROR_* code
+    errors: dict[str, ErrorSpec] = field(default_factory=dict)  # function name -> error raised
+    all_unsupported: bool = False  # every optional call raises NotSupported
+    lost: bool = False  # flip to make every call on this GPU raise GpuIsLost
+    lost_after: int | None = None  # ... or let this many calls succeed first
+    index: int = -1  # set by FakeNvml
+    call_count: int = 0  # calls that touched this GPU (its handles and MIG handles)
+
+    def check(self, name: str) -> None:
+        """Fail the way NVML would for ``name`` on this GPU, or return."""
+        self.call_count += 1
+        if self.lost_after is not None and self.call_count > self.lost_after:
+            self.lost = True
+        if self.lost:
+            raise NVMLError_GpuIsLost()
+        if name in self.errors:
+            _raise(self.errors[name])
+        if name in self.unsupported or (self.all_unsupported and name not in ALWAYS_SUPPORTED):
+            raise NVMLError_NotSupported()
+
+
+class FakeHandle:
+    """An opaque device handle; a new object per lookup, as with the real ctypes pointers."""
+
+    __slots__ = ("gpu_index", "mig_slot")
+
+    def __init__(self, gpu_index: int, mig_slot: int | None = None) -> None:
+        self.gpu_index = gpu_index
+        self.mig_slot = mig_slot
+
+    def __repr__(self) -> str:
+        suffix = "" if self.mig_slot is None else f", mig={self.mig_slot}"
+        return f"FakeHandle({self.gpu_index}{suffix})"
+
+
+def _raise(spec: ErrorSpec) -> None:
+    raise spec() if isinstance(spec, type) else spec
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _api(fn: F) -> F:
+    """Wrap a fake NVML call: count and log it, then fail like the real library would."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(self: FakeNvml, *args: Any, **kwargs: Any) -> Any:
+        handle = args[0] if args and isinstance(args[0], FakeHandle) else None
+        gpu_index = handle.gpu_index if handle is not None else None
+        self.calls[name] += 1
+        self.log.append((name, gpu_index, args, kwargs))
+        if not self.initialized:
+            raise NVMLError_Uninitialized()
+        if name in self.missing:
+            raise NVMLError_FunctionNotFound()
+        if name in self.errors:
+            _raise(self.errors[name])
+        if handle is not None:
+            self.gpu_calls[(handle.gpu_index, name)] += 1
+            self.gpus[handle.gpu_index].check(name)
+        return fn(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _proc_objects(procs: Iterable[FakeProcess]) -> list[Any]:
+    """Build process rows exactly as nvidia-ml-py does (friendly objects, None for N/A memory)."""
+    out = []
+    not_available = _real.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+    for p in procs:
+        memory = not_available if p.used_gpu_memory is None else p.used_gpu_memory
+        struct = _real.c_nvmlProcessInfo_v2_t(
+            pid=p.pid,
+            usedGpuMemory=memory,
+            gpuInstanceId=p.gpu_instance_id,
+            computeInstanceId=p.compute_instance_id,
+        )
+        obj = _real.nvmlStructToFriendlyObject(struct)
+        if obj.usedGpuMemory == not_available:
+            obj.usedGpuMemory = None
+        out.append(obj)
+    return out
+
+
+class FakeNvml:
+    """Module-like stand-in for ``pynvml``: names and call signatures match the real one."""
+
+    def __init__(
+        self,
+        gpus: Iterable[FakeGpu] = (),
+        *,
+        init_error: ErrorSpec | None = None,
+        missing: Iterable[str] = (),
+        absent: Iterable[str] = (),
+        errors: dict[str, ErrorSpec] | None = None,
+        driver_version: str = "550.54.15",
+        cuda_driver_version: int = 12040,
+        nvml_version: str = "12.550.54.15",
+    ) -> None:
+        self.absent = set(absent)  # names the binding lacks -> AttributeError
+        self.gpus = list(gpus)
+        for i, gpu in enumerate(self.gpus):
+            gpu.index = i
+            gpu.uuid = gpu.uuid or f"GPU-{i:08d}-fake-uuid"
+            gpu.pci_bus_id = gpu.pci_bus_id or f"00000000:{0x18 + i:02X}:00.0"
+            for slot, mig in enumerate(gpu.migs):
+                if mig is not None and not mig.uuid:
+                    mig.uuid = f"MIG-{i:04d}-{slot:04d}-fake"
+        self.errors: dict[str, ErrorSpec] = dict(errors or {})
+        if init_error is not None:
+            self.errors["nvmlInitWithFlags"] = init_error
+        self.missing = set(missing)  # C symbols the driver lacks -> FunctionNotFound
+        self.driver_version = driver_version
+        self.cuda_driver_version = cuda_driver_version
+        self.nvml_version = nvml_version
+        self.initialized = 0
+        self.calls: Counter[str] = Counter()
+        self.gpu_calls: Counter[tuple[int, str]] = Counter()
+        self.log: list[tuple[str, int | None, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name != "absent" and not name.startswith("_") and name in self.absent:
+            raise AttributeError(f"module 'pynvml' has no attribute {name!r}")
+        return super().__getattribute__(name)
+
+    # -- helpers for tests -------------------------------------------------------------------
+
+    def calls_on(self, gpu_index: int, name: str | None = None) -> int:
+        """Calls made with a handle of GPU ``gpu_index`` (one function, or all)."""
+        return sum(
+            n for (i, f), n in self.gpu_calls.items() if i == gpu_index and name in (None, f)
+        )
+
+    def args_of(self, name: str, gpu_index: int | None = None) -> list[tuple[Any, ...]]:
+        return [a for n, i, a, _ in self.log if n == name and gpu_index in (None, i)]
+
+    def kwargs_of(self, name: str) -> list[dict[str, Any]]:
+        return [k for n, _, _, k in self.log if n == name]
+
+    def _dev(self, handle: FakeHandle) -> tuple[FakeGpu, FakeMig | None]:
+        gpu = self.gpus[handle.gpu_index]
+        mig = None if handle.mig_slot is None else gpu.migs[handle.mig_slot]
+        return gpu, mig
+
+    def _parent_only(self, handle: FakeHandle) -> FakeGpu:
+        """Queries NVML does not answer on a MIG-enabled parent or on a MIG handle."""
+        gpu, mig = self._dev(handle)
+        if mig is not None or gpu.mig_mode:
+            raise NVMLError_NotSupported()
+        return gpu
+
+    # -- lifecycle and system ----------------------------------------------------------------
+
+    def nvmlInit(self) -> None:
+        self.calls["nvmlInit"] += 1
+        self.nvmlInitWithFlags(0)
+
+    def nvmlInitWithFlags(self, flags: int) -> None:
+        self.calls["nvmlInitWithFlags"] += 1
+        if "nvmlInitWithFlags" in self.errors:
+            _raise(self.errors["nvmlInitWithFlags"])
+        self.initialized += 1
+
+    @_api
+    def nvmlShutdown(self) -> None:
+        self.initialized -= 1
+
+    @_api
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return self.driver_version
+
+    @_api
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        return self.nvml_version
+
+    @_api
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return self.cuda_driver_version
+
+    @_api
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        return self.cuda_driver_version
+
+    @_api
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.gpus)
+
+    @_api
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError_InvalidArgument()
+        self.gpu_calls[(index, "nvmlDeviceGetHandleByIndex")] += 1
+        self.gpus[index].check("nvmlDeviceGetHandleByIndex")
+        return FakeHandle(index)
+
+    # -- identity and static facts -----------------------------------------------------------
+
+    @_api
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+        gpu, mig = self._dev(handle)
+        return mig.name if mig else gpu.name
+
+    @_api
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+        gpu, mig = self._dev(handle)
+        return mig.uuid if mig else gpu.uuid
+
+    @_api
+    def nvmlDeviceGetIndex(self, handle: FakeHandle) -> int:
+        return handle.gpu_index
+
+    @_api
+    def nvmlDeviceGetPciInfo_v3(self, handle: FakeHandle) -> Any:
+        gpu, _ = self._dev(handle)
+        info = _real.nvmlPciInfo_t()
+        info.busId = gpu.pci_bus_id
+        info.busIdLegacy = gpu.pci_bus_id[4:]
+        info.bus = int(gpu.pci_bus_id.split(":")[1], 16)
+        return info
+
+    def nvmlDeviceGetPciInfo(self, handle: FakeHandle) -> Any:
+        return self.nvmlDeviceGetPciInfo_v3(handle)
+
+    @_api
+    def nvmlDeviceGetArchitecture(self, device: FakeHandle) -> int:
+        return self._dev(device)[0].architecture
+
+    @_api
+    def nvmlDeviceGetCudaComputeCapability(self, handle: FakeHandle) -> tuple[int, int]:
+        return self._dev(handle)[0].cuda_compute_capability
+
+    @_api
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].power_default_limit_mw)
+
+    @_api
+    def nvmlDeviceGetPowerManagementLimit(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].power_limit_mw)
+
+    @_api
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: FakeHandle) -> list[int]:
+        gpu = self._dev(handle)[0]
+        return [gpu.power_min_limit_mw, gpu.power_max_limit_mw]
+
+    @_api
+    def nvmlDeviceGetMaxClockInfo(self, handle: FakeHandle, type: int) -> int:
+        return _value(self._dev(handle)[0].max_clocks.get(type))
+
+    @_api
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].gpu_max_pcie_gen
+
+    @_api
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].pcie_max_gen
+
+    @_api
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].pcie_max_width
+
+    @_api
+    def nvmlDeviceGetTemperatureThreshold(self, handle: FakeHandle, threshold: int) -> int:
+        gpu = self._dev(handle)[0]
+        table = {
+            _real.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: gpu.temp_slowdown,
+            _real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: gpu.temp_shutdown,
+        }
+        return _value(table.get(threshold))
+
+    @_api
+    def nvmlDeviceGetNumFans(self, device: FakeHandle) -> int:
+        return len(self._dev(device)[0].fan_speeds)
+
+    @_api
+    def nvmlDeviceGetEccMode(self, handle: FakeHandle) -> list[int]:
+        mode = _value(self._dev(handle)[0].ecc_mode)
+        return [mode, mode]
+
+    @_api
+    def nvmlDeviceGetPersistenceMode(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].persistence_mode
+
+    @_api
+    def nvmlDeviceGetVbiosVersion(self, handle: FakeHandle) -> str:
+        return self._dev(handle)[0].vbios
+
+    @_api
+    def nvmlDeviceGetSerial(self, handle: FakeHandle) -> str:
+        return self._dev(handle)[0].serial
+
+    # -- MIG ---------------------------------------------------------------------------------
+
+    @_api
+    def nvmlDeviceGetMigMode(self, device: FakeHandle) -> list[int]:
+        mode = _value(self._dev(device)[0].mig_mode)
+        return [mode, mode]
+
+    @_api
+    def nvmlDeviceGetMaxMigDeviceCount(self, device: FakeHandle) -> int:
+        gpu = self._dev(device)[0]
+        _value(gpu.mig_mode)
+        return gpu.max_mig_devices
+
+    @_api
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, device: FakeHandle, index: int) -> FakeHandle:
+        gpu = self._dev(device)[0]
+        if not gpu.mig_mode:
+            raise NVMLError_InvalidArgument()
+        if not 0 <= index < gpu.max_mig_devices:
+            raise NVMLError_InvalidArgument()
+        if index >= len(gpu.migs) or gpu.migs[index] is None:
+            raise NVMLError_NotFound()
+        return FakeHandle(device.gpu_index, index)
+
+    @_api
+    def nvmlDeviceIsMigDeviceHandle(self, device: FakeHandle) -> ctypes.c_uint:
+        return ctypes.c_uint(int(device.mig_slot is not None))
+
+    @_api
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, migDevice: FakeHandle) -> FakeHandle:
+        if migDevice.mig_slot is None:
+            raise NVMLError_InvalidArgument()
+        return FakeHandle(migDevice.gpu_index)
+
+    @_api
+    def nvmlDeviceGetGpuInstanceId(self, device: FakeHandle) -> int:
+        mig = self._dev(device)[1]
+        if mig is None:
+            raise NVMLError_InvalidArgument()
+        return mig.gpu_instance_id
+
+    @_api
+    def nvmlDeviceGetComputeInstanceId(self, device: FakeHandle) -> int:
+        mig = self._dev(device)[1]
+        if mig is None:
+            raise NVMLError_InvalidArgument()
+        return mig.compute_instance_id
+
+    @_api
+    def nvmlDeviceGetAttributes_v2(self, device: FakeHandle) -> Any:
+        gpu, mig = self._dev(device)
+        attrs = _real.c_nvmlDeviceAttributes()
+        if mig is not None:
+            attrs.multiprocessorCount = mig.sm_count
+            attrs.memorySizeMB = mig.memory_total // MiB
+            attrs.gpuInstanceSliceCount = 1
+            attrs.computeInstanceSliceCount = 1
+        else:
+            attrs.multiprocessorCount = _value(gpu.sm_count)
+            attrs.memorySizeMB = gpu.memory_total // MiB
+        return attrs
+
+    def nvmlDeviceGetAttributes(self, device: FakeHandle) -> Any:
+        return self.nvmlDeviceGetAttributes_v2(device)
+
+    # -- per-tick readings -------------------------------------------------------------------
+
+    @_api
+    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle, version: int | None = None) -> Any:
+        if version and "nvmlDeviceGetMemoryInfo_v2" in self.missing:
+            raise NVMLError_FunctionNotFound()
+        gpu, mig = self._dev(handle)
+        total, used, reserved = (
+            (mig.memory_total, mig.memory_used, mig.memory_reserved)
+            if mig
+            else (gpu.memory_total, gpu.memory_used, gpu.memory_reserved)
+        )
+        if not version:
+            # v1: "used" includes what the driver reserves.
+            return _real.c_nvmlMemory_t(
+                total=total, free=total - used - reserved, used=used + reserved
+            )
+        if version != _real.nvmlMemory_v2:
+            raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return _real.c_nvmlMemory_v2_t(
+            version=version, total=total, reserved=reserved, free=total - used - reserved, used=used
+        )
+
+    @_api
+    def nvmlDeviceGetUtilizationRates(self, handle: FakeHandle) -> Any:
+        gpu = self._parent_only(handle)
+        return _real.c_nvmlUtilization_t(gpu=gpu.util_gpu, memory=gpu.util_memory)
+
+    @_api
+    def nvmlDeviceGetEncoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [self._parent_only(handle).encoder, 167000]
+
+    @_api
+    def nvmlDeviceGetDecoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [self._parent_only(handle).decoder, 167000]
+
+    @_api
+    def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].power_mw)
+
+    @_api
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].enforced_power_limit_mw)
+
+    @_api
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].energy_mj)
+
+    @_api
+    def nvmlDeviceGetTemperatureV(
+        self, handle: FakeHandle, sensor: int, version: int = _real.nvmlTemperature_v1
+    ) -> int:
+        if version != _real.nvmlTemperature_v1:
+            raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return self._temperature(handle, sensor)
+
+    @_api
+    def nvmlDeviceGetTemperature(self, handle: FakeHandle, sensor: int) -> int:
+        return self._temperature(handle, sensor)
+
+    def _temperature(self, handle: FakeHandle, sensor: int) -> int:
+        if sensor != _real.NVML_TEMPERATURE_GPU:
+            raise NVMLError_InvalidArgument()
+        return _value(self._dev(handle)[0].temperature)
+
+    @_api
+    def nvmlDeviceGetFanSpeed(self, handle: FakeHandle) -> int:
+        fans = self._dev(handle)[0].fan_speeds
+        if not fans:
+            raise NVMLError_NotSupported()
+        return fans[0]
+
+    @_api
+    def nvmlDeviceGetFanSpeed_v2(self, handle: FakeHandle, fan: int) -> int:
+        fans = self._dev(handle)[0].fan_speeds
+        if not 0 <= fan < len(fans):
+            raise NVMLError_InvalidArgument()
+        return fans[fan]
+
+    @_api
+    def nvmlDeviceGetClockInfo(self, handle: FakeHandle, type: int) -> int:
+        return _value(self._dev(handle)[0].clocks.get(type))
+
+    @_api
+    def nvmlDeviceGetPerformanceState(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].pstate
+
+    @_api
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].pcie_gen
+
+    @_api
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].pcie_width
+
+    @_api
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].throttle_reasons
+
+    @_api
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: FakeHandle) -> int:
+        return self._dev(handle)[0].throttle_reasons
+
+    @_api
+    def nvmlDeviceGetFieldValues(self, handle: FakeHandle, fieldIds: list[Any]) -> Any:
+        gpu, _ = self._dev(handle)
+        values = (_real.c_nvmlFieldValue_t * len(fieldIds))()
+        for i, field_id in enumerate(fieldIds):
+            entry = values[i]
+            try:
+                (entry.fieldId, entry.scopeId) = field_id
+            except TypeError:
+                entry.fieldId = field_id
+            entry.timestamp = 1_700_000_000_000_000
+            value_type, value = gpu_field(gpu, entry.fieldId)
+            if gpu.all_unsupported or entry.fieldId in gpu.unsupported_fields or value is None:
+                entry.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
+                continue
+            if entry.fieldId in gpu.field_returns:
+                entry.nvmlReturn = gpu.field_returns[entry.fieldId]
+                continue
+            entry.nvmlReturn = _real.NVML_SUCCESS
+            entry.valueType = value_type
+            setattr(entry.value, _VALUE_MEMBER[value_type], value)
+        return values
+
+    # -- slow tier ---------------------------------------------------------------------------
+
+    @_api
+    def nvmlDeviceGetTotalEccErrors(
+        self,
+        handle: FakeHandle,
+        errorType: int,
+        counterType: int,
+    ) -> int:
+        gpu = self._dev(handle)[0]
+        if not gpu.ecc_mode:
+            raise NVMLError_NotSupported()
+        return gpu.ecc_errors.get((errorType, counterType), 0)
+
+    @_api
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, device: FakeHandle) -> int:
+        return _value(self._dev(device)[0].retired_pages_pending)
+
+    @_api
+    def nvmlDeviceGetRemappedRows(self, device: FakeHandle) -> tuple[int, int, int, int]:
+        gpu = self._parent_only(device)
+        return _value(gpu.remapped_rows)
+
+    @_api
+    def nvmlDeviceGetPcieThroughput(self, device: FakeHandle, counter: int) -> int:
+        tx, rx = self._dev(device)[0].pcie_throughput_kbs
+        return tx if counter == _real.NVML_PCIE_UTIL_TX_BYTES else rx
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def _procs(self, handle: FakeHandle, kind: str) -> list[Any]:
+        gpu, mig = self._dev(handle)
+        owner = mig if mig is not None else gpu
+        return _proc_objects(getattr(owner, f"{kind}_processes"))
+
+    @_api
+    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
+        return self._procs(handle, "compute")
+
+    @_api
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
+        return self._procs(handle, "compute")
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> list[Any]:
+        return _versioned(self.nvmlDeviceGetComputeRunningProcesses_v3, handle)
+
+    @_api
+    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
+        return self._procs(handle, "graphics")
+
+    @_api
+    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
+        return self._procs(handle, "graphics")
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: FakeHandle) -> list[Any]:
+        return _versioned(self.nvmlDeviceGetGraphicsRunningProcesses_v3, handle)
+
+    def _util_samples(self, handle: FakeHandle, last_seen: int) -> list[FakeProcUtil]:
+        gpu = self._parent_only(handle)
+        samples = [s for s in gpu.process_utilization if s.timestamp_us > last_seen]
+        if not samples:
+            raise NVMLError_NotFound()  # "no samples newer than lastSeenTimeStamp"
+        return samples
+
+    @_api
+    def nvmlDeviceGetProcessUtilization(self, handle: FakeHandle, timeStamp: int) -> list[Any]:
+        return [
+            _real.c_nvmlProcessUtilizationSample_t(
+                pid=s.pid,
+                timeStamp=s.timestamp_us,
+                smUtil=s.sm,
+                memUtil=s.mem,
+                encUtil=s.enc,
+                decUtil=s.dec,
+            )
+            for s in self._util_samples(handle, timeStamp)
+        ]
+
+    @_api
+    def nvmlDeviceGetProcessesUtilizationInfo(
+        self, handle: FakeHandle, timeStamp: int
+    ) -> list[Any]:
+        return [
+            _real.c_nvmlProcessUtilizationInfo_v1_t(
+                timeStamp=s.timestamp_us,
+                pid=s.pid,
+                smUtil=s.sm,
+                memUtil=s.mem,
+                encUtil=s.enc,
+                decUtil=s.dec,
+            )
+            for s in self._util_samples(handle, timeStamp)
+        ]
+
+
+_VALUE_MEMBER = {
+    0: "dVal",
+    1: "uiVal",
+    2: "ulVal",
+    3: "ullVal",
+    4: "sllVal",
+    5: "siVal",
+    6: "usVal",
+}
+
+
+def gpu_field(gpu: FakeGpu, field_id: int) -> tuple[int, Any]:
+    """(valueType, value) of a field on ``gpu``; value None means NOT_SUPPORTED."""
+    ull = _real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    table: dict[int, tuple[int, Any]] = {
+        _real.NVML_FI_DEV_MEMORY_TEMP: (_real.NVML_VALUE_TYPE_UNSIGNED_INT, gpu.memory_temperature),
+        _real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (ull, gpu.energy_mj),
+        _real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (ull, gpu.pcie_tx_bytes),
+        _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (ull, gpu.pcie_rx_bytes),
+        # The fake reports the all-links sum whatever the scopeId.
+        _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: (ull, gpu.nvlink_tx_kib),
+        _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: (ull, gpu.nvlink_rx_kib),
+    }
+    return table.get(field_id, (ull, None))
+
+
+def _value(value: Any) -> Any:
+    """A None attribute on the fake means the hardware does not support the query."""
+    if value is None:
+        raise NVMLError_NotSupported()
+    return value
+
+
+def _versioned(fn: Callable[[FakeHandle], list[Any]], handle: FakeHandle) -> list[Any]:
+    """What nvidia-ml-py's ``throwOnVersionMismatch`` does for the unversioned process calls."""
+    try:
+        return fn(handle)
+    except NVMLError_FunctionNotFound:
+        raise NVMLLibraryMismatchError(
+            "Unversioned function called and the pyNVML version does not match the NVML lib "
+            "version."
+        ) from None
+
+
+def _copy_real_names() -> None:
+    """Give FakeNvml the real module's constants, structs and error classes (not its calls)."""
+    keep_functions = {"nvmlExceptionClass", "nvmlStructToFriendlyObject"}
+    for name, value in vars(_real).items():
+        if name.startswith("_") or isinstance(value, types.ModuleType) or hasattr(FakeNvml, name):
+            continue
+        if isinstance(value, types.FunctionType) and name not in keep_functions:
+            continue
+        setattr(
+            FakeNvml,
+            name,
+            staticmethod(value) if callable(value) and name in keep_functions else value,
+        )
+
+
+_copy_real_names()
+
+
+def make_fake_nvml(gpus: Iterable[FakeGpu] | int = 1, **kwargs: Any) -> FakeNvml:
+    """A fake ``pynvml``: ``gpus`` is a list of FakeGpu or a count of default H100s.
+
+    Keyword knobs: ``init_error`` (e.g. ``NVMLError_LibraryNotFound``), ``missing`` (C symbols that
+    raise FunctionNotFound, e.g. ``{"nvmlDeviceGetTemperatureV", "nvmlDeviceGetMemoryInfo_v2"}``),
+    ``absent`` (names the binding does not have), ``errors`` (function -> error, any GPU),
+    ``driver_version``, ``cuda_driver_version``, ``nvml_version``.
+    """
+    if isinstance(gpus, int):
+        gpus = [FakeGpu() for _ in range(gpus)]
+    return FakeNvml(gpus, **kwargs)

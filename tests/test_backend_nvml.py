@@ -1,0 +1,813 @@
+"""The NVML backend against a fake ``pynvml`` (tests/fakes/fake_pynvml.py), plus the real module."""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import subprocess
+import sys
+import types
+
+import pynvml
+import pytest
+from tests.fakes.fake_pynvml import (
+    FakeGpu,
+    FakeMig,
+    FakeNvml,
+    FakeProcess,
+    FakeProcUtil,
+    GiB,
+    MiB,
+    make_fake_nvml,
+)
+
+from gputui.backends.base import BackendUnavailable
+from gputui.backends.nvml import LOST_MESSAGE, MAX_PID, NvmlBackend, decode_throttle_reasons
+from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS, GpuSample
+
+FAST_FIELDS_OF_INTEREST = (
+    "utilization_gpu_pct",
+    "memory_used_bytes",
+    "power_w",
+    "energy_j",
+    "temperature_gpu_c",
+    "clock_sm_mhz",
+    "pstate",
+    "pcie_gen",
+    "throttle_reasons",
+)
+
+
+def open_backend(gpus: list[FakeGpu] | int = 1, **kwargs) -> tuple[NvmlBackend, FakeNvml]:
+    fake = make_fake_nvml(gpus, **kwargs)
+    backend = NvmlBackend(fake)
+    backend.open()
+    return backend, fake
+
+
+# -- the fake itself ------------------------------------------------------------------------------
+
+
+def test_fake_mirrors_the_real_binding_names_and_parameters() -> None:
+    own = [
+        name
+        for name, value in vars(FakeNvml).items()
+        if name.startswith("nvml") and inspect.isfunction(value)
+    ]
+    assert len(own) > 60
+    for name in own:
+        assert hasattr(pynvml, name), name
+        real = list(inspect.signature(getattr(pynvml, name)).parameters)
+        fake = list(inspect.signature(getattr(FakeNvml, name)).parameters)[1:]  # drop self
+        assert fake == real, name
+    assert FakeNvml.NVMLError_GpuIsLost is pynvml.NVMLError_GpuIsLost
+    assert FakeNvml.nvmlMemory_v2 == pynvml.nvmlMemory_v2
+
+
+def test_fake_returns_the_real_types() -> None:
+    fake = make_fake_nvml([FakeGpu(mig_mode=1, migs=[FakeMig(1)])])
+    fake.nvmlInit()
+    h = fake.nvmlDeviceGetHandleByIndex(0)
+    mig = fake.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)
+    assert isinstance(fake.nvmlDeviceIsMigDeviceHandle(mig), ctypes.c_uint)
+    assert fake.nvmlDeviceIsMigDeviceHandle(mig).value == 1
+    assert isinstance(fake.nvmlDeviceGetMemoryInfo(h), pynvml.c_nvmlMemory_t)
+    values = fake.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_MEMORY_TEMP, (139, 0xFFFFFFFF)])
+    assert isinstance(values[0], pynvml.c_nvmlFieldValue_t)
+    assert values[1].scopeId == 0xFFFFFFFF
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        fake.nvmlDeviceGetMigDeviceHandleByIndex(h, 3)
+
+
+# -- opening --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (pynvml.NVMLError_LibraryNotFound, "libnvidia-ml.so.1 not found (no NVIDIA driver)"),
+        (pynvml.NVMLError_DriverNotLoaded, "NVIDIA driver not loaded"),
+        (pynvml.NVMLError_NoPermission, "no permission to open the NVIDIA device nodes"),
+        (pynvml.NVMLError_Unknown, "NVML init failed: Unknown Error"),
+    ],
+)
+def test_init_errors_become_one_line_reasons(error: type, message: str) -> None:
+    fake = make_fake_nvml(1, init_error=error)
+    with pytest.raises(BackendUnavailable) as info:
+        NvmlBackend(fake).open()
+    assert str(info.value) == message
+    assert fake.calls["nvmlShutdown"] == 0  # init failed: nothing to shut down
+
+
+def test_zero_gpus_is_unavailable_and_shuts_nvml_down() -> None:
+    fake = make_fake_nvml([])
+    with pytest.raises(BackendUnavailable, match=r"^no NVIDIA GPU found$"):
+        NvmlBackend(fake).open()
+    assert fake.calls["nvmlShutdown"] == 1
+    assert fake.initialized == 0
+
+
+def test_failure_after_init_shuts_down() -> None:
+    fake = make_fake_nvml(1, errors={"nvmlDeviceGetCount": pynvml.NVMLError_NoPermission})
+    with pytest.raises(BackendUnavailable, match="no permission"):
+        NvmlBackend(fake).open()
+    assert fake.initialized == 0
+
+
+def test_real_pynvml_without_driver_is_unavailable() -> None:
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        pass
+    else:
+        pytest.skip("an NVIDIA driver is installed here")
+    with pytest.raises(BackendUnavailable) as info:
+        NvmlBackend().open()
+    assert str(info.value) == "libnvidia-ml.so.1 not found (no NVIDIA driver)"
+
+
+def test_missing_binding_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
+    with pytest.raises(BackendUnavailable, match=r"^nvidia-ml-py not installed$"):
+        NvmlBackend().open()
+
+
+def test_old_pynvml_package_shadowing_nvidia_ml_py_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    old = types.ModuleType("pynvml")
+    old.__file__ = "/venv/lib/python3.11/site-packages/pynvml/__init__.py"
+    monkeypatch.setitem(sys.modules, "pynvml", old)
+    with pytest.raises(BackendUnavailable) as info:
+        NvmlBackend().open()
+    assert "uninstall" in str(info.value)
+    assert "deprecated 'pynvml'" in str(info.value)
+
+
+def test_importing_the_backend_does_not_import_pynvml() -> None:
+    code = "import sys, gputui.backends.nvml; print('pynvml' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
+
+
+def test_static_info_is_converted() -> None:
+    fake = make_fake_nvml([FakeGpu(fan_speeds=[30, 50], power_default_limit_mw=650_000)])
+    node = NvmlBackend(fake).open()
+    assert node.backend == "NVML"
+    assert node.hostname
+    assert node.driver_version == "550.54.15"
+    assert node.runtime_version == "12.4"
+    assert node.library_version == "12.550.54.15"
+    (info,) = node.gpus
+    assert info.index == 0
+    assert info.vendor == "nvidia"
+    assert info.name == "NVIDIA H100 80GB HBM3"
+    assert info.uuid == "GPU-00000000-fake-uuid"
+    assert info.pci_bus_id == "00000000:18:00.0"
+    assert info.architecture == "Hopper"
+    assert info.compute_capability == "9.0"
+    assert info.sm_count == 132
+    assert info.memory_total_bytes == 80 * GiB
+    assert info.power_default_limit_w == 650.0
+    assert (info.power_min_limit_w, info.power_max_limit_w) == (200.0, 700.0)
+    assert (info.sm_clock_max_mhz, info.memory_clock_max_mhz) == (1980, 2619)
+    assert info.graphics_clock_max_mhz == 1980
+    assert info.pcie_max_gen == 5  # the GPU's capability, not the slot's (4)
+    assert info.pcie_max_width == 16
+    assert (info.temperature_slowdown_c, info.temperature_shutdown_c) == (87.0, 92.0)
+    assert info.fan_count == 2
+    assert info.mig_enabled is False
+    assert info.mig_devices == ()
+    assert info.ecc_enabled is True
+    assert info.persistence_mode is True
+    assert info.vbios_version == "96.00.99.00.01"
+    assert info.serial == "1650123456789"
+
+
+@pytest.mark.parametrize("how", ["missing", "absent"])
+def test_pcie_max_gen_falls_back_to_the_system_maximum(how: str) -> None:
+    node = NvmlBackend(make_fake_nvml(1, **{how: {"nvmlDeviceGetGpuMaxPcieLinkGeneration"}})).open()
+    assert node.gpus[0].pcie_max_gen == 4
+
+
+def test_cuda_version_formatting() -> None:
+    node = NvmlBackend(make_fake_nvml(1, cuda_driver_version=12080)).open()
+    assert node.runtime_version == "12.8"
+    node = NvmlBackend(make_fake_nvml(1, cuda_driver_version=11020)).open()
+    assert node.runtime_version == "11.2"
+
+
+def test_everything_optional_unsupported_gives_nones_not_errors() -> None:
+    fake = make_fake_nvml([FakeGpu(all_unsupported=True)])
+    backend = NvmlBackend(fake)
+    info = backend.open().gpus[0]
+    assert info.name == "NVIDIA H100 80GB HBM3"
+    assert info.uuid.startswith("GPU-")
+    for name in (
+        "pci_bus_id",
+        "architecture",
+        "compute_capability",
+        "sm_count",
+        "memory_total_bytes",
+        "power_default_limit_w",
+        "power_max_limit_w",
+        "sm_clock_max_mhz",
+        "pcie_max_gen",
+        "temperature_slowdown_c",
+        "fan_count",
+        "mig_enabled",
+        "ecc_enabled",
+        "persistence_mode",
+        "vbios_version",
+        "serial",
+    ):
+        assert getattr(info, name) is None, name
+    (sample,) = backend.read_gpus(1.0, slow=True)
+    assert not sample.lost
+    assert sample.error is None
+    values = {
+        f: getattr(sample, f)
+        for f in GpuSample.__dataclass_fields__
+        if f not in ("index", "timestamp", "lost", "error", "mig_devices")
+    }
+    assert all(v is None for v in values.values()), values
+    assert backend.read_processes(1.0) == []
+
+
+def test_a_gpu_without_permission_at_open_is_reported_not_fatal() -> None:
+    gpus = [
+        FakeGpu(errors={"nvmlDeviceGetHandleByIndex": pynvml.NVMLError_NoPermission}),
+        FakeGpu(),
+    ]
+    backend, _ = open_backend(gpus)
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert first.lost and "no permission" in (first.error or "")
+    assert not second.lost and second.power_w == 350.0
+
+
+def test_all_gpus_failing_at_open_is_unavailable() -> None:
+    fake = make_fake_nvml([FakeGpu(lost=True), FakeGpu(lost=True)])
+    with pytest.raises(BackendUnavailable, match="GPU is lost"):
+        NvmlBackend(fake).open()
+    assert fake.initialized == 0
+
+
+# -- fast and slow tiers --------------------------------------------------------------------------
+
+
+def test_fast_tier_values_and_units() -> None:
+    gpu = FakeGpu(
+        fan_speeds=[30, 50],
+        power_mw=351_500,
+        enforced_power_limit_mw=600_000,
+        energy_mj=5_000_250,
+        temperature=61,
+        memory_temperature=70,
+        pstate=2,
+        encoder=12,
+        decoder=7,
+        throttle_reasons=0x4 | 0x40,
+        util_gpu=97,
+        util_memory=40,
+    )
+    backend, _ = open_backend([gpu])
+    (s,) = backend.read_gpus(123.0, slow=False)
+    assert (s.index, s.timestamp, s.lost, s.error) == (0, 123.0, False, None)
+    assert (s.utilization_gpu_pct, s.utilization_memory_pct) == (97.0, 40.0)
+    assert s.memory_used_bytes == 10 * GiB
+    assert s.memory_reserved_bytes == 512 * MiB
+    assert s.memory_free_bytes == 80 * GiB - 10 * GiB - 512 * MiB
+    assert s.memory_total_bytes == 80 * GiB
+    assert s.power_w == 351.5
+    assert s.power_limit_w == 600.0
+    assert s.energy_j == pytest.approx(5000.25)
+    assert s.temperature_gpu_c == 61.0
+    assert s.temperature_memory_c == 70.0
+    assert s.temperature_hotspot_c is None
+    assert s.fan_pct == 40.0
+    assert (s.clock_sm_mhz, s.clock_memory_mhz, s.clock_graphics_mhz) == (1755, 2619, 1755)
+    assert s.pstate == 2
+    assert (s.pcie_gen, s.pcie_width) == (5, 16)
+    assert (s.encoder_pct, s.decoder_pct) == (12.0, 7.0)
+    assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
+
+
+def test_fast_read_leaves_slow_fields_none_and_makes_no_slow_calls() -> None:
+    gpu = FakeGpu(ecc_errors={(0, 0): 3}, retired_pages_pending=1, remapped_rows=(2, 1, 0, 0))
+    backend, fake = open_backend([gpu])
+    (fast,) = backend.read_gpus(1.0, slow=False)
+    for name in SLOW_SAMPLE_FIELDS:
+        assert getattr(fast, name) is None, name
+    for call in (
+        "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetRetiredPagesPendingStatus",
+        "nvmlDeviceGetRemappedRows",
+        "nvmlDeviceGetPcieThroughput",
+    ):
+        assert fake.calls[call] == 0, call
+    requested = [fid for fid, _ in fake.args_of("nvmlDeviceGetFieldValues")[-1][1]]
+    assert 197 not in requested and 138 not in requested
+
+    (slow,) = backend.read_gpus(2.0, slow=True)
+    assert slow.ecc_volatile_corrected == 3
+    assert slow.ecc_volatile_uncorrected == 0
+    assert slow.ecc_aggregate_corrected == 0
+    assert slow.retired_pages_pending is True
+    assert (slow.remapped_rows_correctable, slow.remapped_rows_uncorrectable) == (2, 1)
+    assert (slow.remapped_rows_pending, slow.remapped_rows_failure) == (False, False)
+    assert slow.power_w == 350.0  # the fast tier is read as well
+
+
+def test_pstate_unknown_is_none() -> None:
+    backend, _ = open_backend([FakeGpu(pstate=32)])
+    assert backend.read_gpus(1.0, slow=False)[0].pstate is None
+
+
+def test_fanless_board_makes_no_fan_calls() -> None:
+    backend, fake = open_backend([FakeGpu(fan_speeds=[])])
+    assert backend.read_gpus(1.0, slow=False)[0].fan_pct is None
+    assert fake.calls["nvmlDeviceGetFanSpeed_v2"] == 0
+    assert fake.calls["nvmlDeviceGetFanSpeed"] == 0
+
+
+def test_fan_falls_back_to_single_fan_call_when_count_unknown() -> None:
+    backend, fake = open_backend([FakeGpu(fan_speeds=[44], unsupported={"nvmlDeviceGetNumFans"})])
+    assert backend.read_gpus(1.0, slow=False)[0].fan_pct == 44.0
+    assert fake.calls["nvmlDeviceGetFanSpeed"] == 1
+
+
+def test_energy_falls_back_to_the_direct_call_when_the_field_is_unsupported() -> None:
+    backend, fake = open_backend([FakeGpu(unsupported_fields={83}, energy_mj=2_000)])
+    assert backend.read_gpus(1.0, slow=False)[0].energy_j == 2.0
+    assert fake.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
+
+
+def test_memory_temperature_zero_means_no_sensor() -> None:
+    backend, _ = open_backend([FakeGpu(memory_temperature=0)])
+    assert backend.read_gpus(1.0, slow=False)[0].temperature_memory_c is None
+
+
+# -- unsupported calls are remembered --------------------------------------------------------------
+
+
+def test_not_supported_is_none_and_never_asked_again() -> None:
+    gpu = FakeGpu(unsupported={"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTotalEccErrors"})
+    backend, fake = open_backend([gpu])
+    for t in range(5):
+        (s,) = backend.read_gpus(float(t), slow=True)
+        assert s.power_w is None
+        assert s.ecc_volatile_corrected is None
+        assert s.power_limit_w == 700.0
+    assert fake.calls["nvmlDeviceGetPowerUsage"] == 1
+    assert fake.calls["nvmlDeviceGetTotalEccErrors"] == 4  # four counters, each asked once
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 5
+
+
+def test_unsupported_is_remembered_per_gpu() -> None:
+    gpus = [FakeGpu(unsupported={"nvmlDeviceGetPowerUsage"}), FakeGpu()]
+    backend, fake = open_backend(gpus)
+    for t in range(3):
+        first, second = backend.read_gpus(float(t), slow=False)
+        assert first.power_w is None
+        assert second.power_w == 350.0
+    assert fake.gpu_calls[(0, "nvmlDeviceGetPowerUsage")] == 1
+    assert fake.gpu_calls[(1, "nvmlDeviceGetPowerUsage")] == 3
+
+
+def test_no_permission_for_one_call_is_remembered() -> None:
+    gpu = FakeGpu(errors={"nvmlDeviceGetSerial": pynvml.NVMLError_NoPermission})
+    backend, fake = open_backend([gpu])
+    assert fake.calls["nvmlDeviceGetSerial"] == 1
+    backend.read_gpus(1.0, slow=True)
+    assert fake.calls["nvmlDeviceGetSerial"] == 1
+
+
+def test_transient_errors_are_not_remembered() -> None:
+    gpu = FakeGpu(errors={"nvmlDeviceGetPowerUsage": pynvml.NVMLError_Unknown})
+    backend, fake = open_backend([gpu])
+    assert backend.read_gpus(1.0, slow=False)[0].power_w is None
+    assert backend.read_gpus(2.0, slow=False)[0].power_w is None
+    del gpu.errors["nvmlDeviceGetPowerUsage"]
+    assert backend.read_gpus(3.0, slow=False)[0].power_w == 350.0
+    assert fake.calls["nvmlDeviceGetPowerUsage"] == 3
+
+
+def test_unsupported_field_values_are_not_requested_again() -> None:
+    backend, fake = open_backend([FakeGpu(unsupported_fields={82})])
+    for t in range(3):
+        assert backend.read_gpus(float(t), slow=False)[0].temperature_memory_c is None
+    requests = [[fid for fid, _ in args[1]] for args in fake.args_of("nvmlDeviceGetFieldValues")]
+    assert 82 in requests[0]
+    assert all(82 not in r and 83 in r for r in requests[1:])
+
+
+def test_handles_are_fetched_once() -> None:
+    gpus = [FakeGpu(), FakeGpu(mig_mode=1, migs=[FakeMig(1), FakeMig(2)])]
+    backend, fake = open_backend(gpus)
+    for t in range(5):
+        backend.read_gpus(float(t), slow=t % 2 == 0)
+        backend.read_processes(float(t))
+    assert fake.calls["nvmlDeviceGetHandleByIndex"] == 2
+    assert fake.calls["nvmlDeviceGetMigDeviceHandleByIndex"] == 7  # the slots, once, at open
+
+
+def test_unexpected_exception_stays_on_its_gpu() -> None:
+    gpus = [FakeGpu(errors={"nvmlDeviceGetPowerUsage": RuntimeError("binding bug")}), FakeGpu()]
+    backend, _ = open_backend(gpus)
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert first.error == "binding bug"
+    assert not first.lost
+    assert second.power_w == 350.0
+
+
+# -- lost GPUs ------------------------------------------------------------------------------------
+
+
+def test_gpu_lost_mid_run_others_keep_working() -> None:
+    gpus = [
+        FakeGpu(compute_processes=[FakeProcess(10)]),
+        FakeGpu(compute_processes=[FakeProcess(20)]),
+    ]
+    backend, fake = open_backend(gpus)
+    assert [s.lost for s in backend.read_gpus(1.0, slow=False)] == [False, False]
+    gpus[0].lost = True
+    first, second = backend.read_gpus(2.0, slow=True)
+    assert first.lost is True
+    assert first.error == LOST_MESSAGE
+    assert first.timestamp == 2.0
+    for name in FAST_FIELDS_OF_INTEREST + SLOW_SAMPLE_FIELDS:
+        assert getattr(first, name) is None, name
+    assert not second.lost and second.power_w == 350.0
+    calls_after_loss = fake.calls_on(0)
+    for t in range(3, 6):
+        first, second = backend.read_gpus(float(t), slow=True)
+        assert first.lost and not second.lost
+        assert [p.pid for p in backend.read_processes(float(t))] == [20]
+    assert fake.calls_on(0) == calls_after_loss  # a lost GPU is not asked again
+
+
+def test_gpu_lost_after_some_calls_inside_a_read() -> None:
+    backend, fake = open_backend([FakeGpu(), FakeGpu()])
+    fake.gpus[1].lost_after = fake.gpus[1].call_count + 3  # falls off in the middle of a read
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert not first.lost
+    assert second.lost and second.power_w is None and second.error == LOST_MESSAGE
+
+
+def test_gpu_lost_reported_in_a_field_value_entry() -> None:
+    backend, fake = open_backend([FakeGpu(), FakeGpu()])
+    fake.gpus[0].field_returns[83] = pynvml.NVML_ERROR_GPU_IS_LOST
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert first.lost and not second.lost
+
+
+def test_gpu_lost_while_listing_processes() -> None:
+    gpus = [
+        FakeGpu(compute_processes=[FakeProcess(10)]),
+        FakeGpu(compute_processes=[FakeProcess(20)]),
+    ]
+    backend, _ = open_backend(gpus)
+    gpus[1].lost = True
+    assert [p.pid for p in backend.read_processes(1.0)] == [10]
+    assert backend.read_gpus(1.0, slow=False)[1].lost
+
+
+def test_gpu_lost_at_open_keeps_the_others() -> None:
+    backend, _ = open_backend([FakeGpu(lost=True), FakeGpu()])
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert first.lost and first.error == LOST_MESSAGE
+    assert not second.lost
+
+
+# -- fallbacks for older drivers and bindings ------------------------------------------------------
+
+
+def test_temperature_v_falls_back_to_temperature() -> None:
+    backend, fake = open_backend([FakeGpu(temperature=66)], missing={"nvmlDeviceGetTemperatureV"})
+    for t in range(3):
+        assert backend.read_gpus(float(t), slow=False)[0].temperature_gpu_c == 66.0
+    assert fake.calls["nvmlDeviceGetTemperatureV"] == 1
+    assert fake.calls["nvmlDeviceGetTemperature"] == 3
+
+
+def test_temperature_v_is_preferred() -> None:
+    backend, fake = open_backend([FakeGpu(temperature=66)])
+    assert backend.read_gpus(1.0, slow=False)[0].temperature_gpu_c == 66.0
+    assert fake.calls["nvmlDeviceGetTemperature"] == 0
+
+
+def test_memory_info_v2_falls_back_to_v1() -> None:
+    backend, fake = open_backend(1, missing={"nvmlDeviceGetMemoryInfo_v2"})
+    for t in range(3):
+        (s,) = backend.read_gpus(float(t), slow=False)
+        assert s.memory_reserved_bytes is None
+        assert s.memory_used_bytes == 10 * GiB + 512 * MiB  # v1 "used" includes reserved
+        assert s.memory_total_bytes == 80 * GiB
+    versions = [k.get("version") for k in fake.kwargs_of("nvmlDeviceGetMemoryInfo")]
+    assert versions.count(pynvml.nvmlMemory_v2) == 1  # tried once, at open
+    assert versions.count(None) == 4
+
+
+def test_memory_info_v2_falls_back_when_the_binding_has_no_version_keyword() -> None:
+    fake = make_fake_nvml(1)
+    v1 = fake.nvmlDeviceGetMemoryInfo
+
+    def old_binding(handle):  # nvidia-ml-py before the version= keyword
+        return v1(handle)
+
+    fake.nvmlDeviceGetMemoryInfo = old_binding
+    backend = NvmlBackend(fake)
+    backend.open()
+    (s,) = backend.read_gpus(1.0, slow=False)
+    assert s.memory_reserved_bytes is None
+    assert s.memory_used_bytes == 10 * GiB + 512 * MiB
+
+
+@pytest.mark.parametrize("how", ["missing", "absent"])
+def test_clocks_event_reasons_fall_back_to_throttle_reasons(how: str) -> None:
+    backend, fake = open_backend(
+        [FakeGpu(throttle_reasons=0x8)], **{how: {"nvmlDeviceGetCurrentClocksEventReasons"}}
+    )
+    for t in range(3):
+        assert backend.read_gpus(float(t), slow=False)[0].throttle_reasons == {"hw_slowdown"}
+    assert fake.calls["nvmlDeviceGetCurrentClocksEventReasons"] == (1 if how == "missing" else 0)
+    assert fake.calls["nvmlDeviceGetCurrentClocksThrottleReasons"] == 3
+
+
+def test_process_calls_fall_back_from_v3_to_v2() -> None:
+    gpu = FakeGpu(compute_processes=[FakeProcess(10)], graphics_processes=[FakeProcess(11)])
+    backend, fake = open_backend(
+        [gpu],
+        missing={
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+            "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        },
+    )
+    for t in range(3):
+        assert sorted(p.pid for p in backend.read_processes(float(t))) == [10, 11]
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 1
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v2"] == 3
+    assert fake.calls["nvmlDeviceGetGraphicsRunningProcesses_v2"] == 3
+
+
+def test_library_mismatch_from_unversioned_process_calls_is_handled() -> None:
+    gpu = FakeGpu(compute_processes=[FakeProcess(10)])
+    backend, fake = open_backend(
+        [gpu],
+        absent={
+            "nvmlDeviceGetComputeRunningProcesses_v2",
+            "nvmlDeviceGetGraphicsRunningProcesses_v2",
+        },
+        missing={
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+            "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        },
+    )
+    assert backend.read_processes(1.0) == []
+    assert backend.read_processes(2.0) == []
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 2  # v3, then unversioned (v3)
+
+
+def test_processes_utilization_info_falls_back_to_process_utilization() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(10)],
+        process_utilization=[FakeProcUtil(10, 1_000, 35)],
+    )
+    backend, fake = open_backend([gpu], missing={"nvmlDeviceGetProcessesUtilizationInfo"})
+    assert backend.read_processes(1.0)[0].sm_pct == 35.0
+    backend.read_processes(2.0)
+    assert fake.calls["nvmlDeviceGetProcessesUtilizationInfo"] == 1
+    assert fake.calls["nvmlDeviceGetProcessUtilization"] == 2
+
+
+# -- throttle reasons -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mask", "names"),
+    [
+        (0x0, set()),
+        (0x1, {"gpu_idle"}),
+        (0x2 | 0x4, {"applications_clocks", "sw_power_cap"}),
+        (0x8 | 0x10 | 0x20, {"hw_slowdown", "sync_boost", "sw_thermal"}),
+        (0x40 | 0x80 | 0x100, {"hw_thermal", "hw_power_brake", "display_clocks"}),
+        (0x200 | 0x400, {"board_limit", "reliability"}),
+        (0x1000, set()),  # unknown bits are ignored
+    ],
+)
+def test_throttle_decoding(mask: int, names: set[str]) -> None:
+    assert decode_throttle_reasons(mask) == names
+
+
+def test_throttle_names_are_canonical() -> None:
+    assert decode_throttle_reasons(0x7FF) == set(THROTTLE_REASONS)
+    assert decode_throttle_reasons(pynvml.nvmlClocksEventReasonSwThermalSlowdown) == {"sw_thermal"}
+
+
+# -- PCIe and NVLink rates ------------------------------------------------------------------------
+
+
+def test_pcie_and_nvlink_rates_from_counter_deltas() -> None:
+    gpu = FakeGpu(pcie_tx_bytes=10_000, pcie_rx_bytes=0, nvlink_tx_kib=100, nvlink_rx_kib=0)
+    backend, fake = open_backend([gpu])
+    (first,) = backend.read_gpus(10.0, slow=True)
+    assert first.pcie_tx_bytes_per_s is None  # no baseline yet
+    assert first.nvlink_tx_bytes_per_s is None
+    gpu.pcie_tx_bytes += 4_000_000
+    gpu.pcie_rx_bytes += 1_000_000
+    gpu.nvlink_tx_kib += 4096
+    gpu.nvlink_rx_kib += 2048
+    backend.read_gpus(11.0, slow=False)  # a fast read in between does not disturb the baseline
+    (second,) = backend.read_gpus(12.0, slow=True)
+    assert second.pcie_tx_bytes_per_s == 2_000_000.0
+    assert second.pcie_rx_bytes_per_s == 500_000.0
+    assert second.nvlink_tx_bytes_per_s == 2048 * 1024
+    assert second.nvlink_rx_bytes_per_s == 1024 * 1024
+    gpu.pcie_tx_bytes = 5  # counter went backwards (wrap or driver reload)
+    (third,) = backend.read_gpus(14.0, slow=True)
+    assert third.pcie_tx_bytes_per_s is None
+    assert third.nvlink_tx_bytes_per_s == 0.0
+    scopes = {fid: scope for fid, scope in fake.args_of("nvmlDeviceGetFieldValues")[-1][1]}
+    assert scopes[138] == scopes[139] == 0xFFFFFFFF
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+def test_pcie_falls_back_to_throughput_when_counters_are_unsupported() -> None:
+    gpu = FakeGpu(unsupported_fields={197, 198}, pcie_throughput_kbs=(300, 100))
+    backend, fake = open_backend([gpu])
+    backend.read_gpus(1.0, slow=False)
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0  # blocks 20 ms: slow tier only
+    (s,) = backend.read_gpus(2.0, slow=True)
+    assert s.pcie_tx_bytes_per_s == 300 * 1024
+    assert s.pcie_rx_bytes_per_s == 100 * 1024
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2
+
+
+# -- processes ------------------------------------------------------------------------------------
+
+
+def test_processes_merge_compute_and_graphics() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(100, 2 * GiB), FakeProcess(101, None)],
+        graphics_processes=[FakeProcess(100, GiB), FakeProcess(102, 64 * MiB)],
+    )
+    backend, _ = open_backend([gpu])
+    rows = {p.pid: p for p in backend.read_processes(1.0)}
+    assert set(rows) == {100, 101, 102}
+    assert rows[100].type == "compute+graphics"
+    assert rows[100].gpu_memory_bytes == 2 * GiB  # the larger of the two reports
+    assert rows[101].type == "compute"
+    assert rows[101].gpu_memory_bytes is None
+    assert rows[102].type == "graphics"
+    for p in rows.values():
+        assert p.gpu_index == 0
+        assert p.mig_uuid is None
+        assert (p.user, p.name, p.command, p.cpu_pct, p.host_rss_bytes) == (None,) * 5
+        assert (p.start_time, p.container_id) == (None, None)
+
+
+def test_insane_process_rows_are_dropped() -> None:
+    gpu = FakeGpu(
+        memory_total=80 * GiB,
+        compute_processes=[
+            FakeProcess(0, GiB),  # garbled: PID 0
+            FakeProcess(MAX_PID + 1, GiB),  # garbled: beyond pid_max
+            FakeProcess(300, 81 * GiB),  # more memory than the GPU has
+            FakeProcess(301, GiB),
+            FakeProcess(301, GiB),  # duplicate row
+        ],
+    )
+    backend, _ = open_backend([gpu])
+    rows = backend.read_processes(1.0)
+    assert [(p.pid, p.gpu_memory_bytes) for p in rows] == [(301, GiB)]
+
+
+def test_per_process_sm_uses_the_last_seen_timestamp() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(10), FakeProcess(11), FakeProcess(12)],
+        process_utilization=[
+            FakeProcUtil(10, 1_000, 20),
+            FakeProcUtil(10, 2_000, 45),  # newer sample of the same PID wins
+            FakeProcUtil(11, 1_500, 250),  # garbage is clamped
+        ],
+    )
+    backend, fake = open_backend([gpu])
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(1.0)}
+    assert rows == {10: 45.0, 11: 100.0, 12: 0.0}
+    gpu.process_utilization.append(FakeProcUtil(12, 3_000, 5))
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(2.0)}
+    assert rows == {10: 0.0, 11: 0.0, 12: 5.0}
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(3.0)}  # NotFound: nothing new
+    assert rows == {10: 0.0, 11: 0.0, 12: 0.0}
+    stamps = [args[1] for args in fake.args_of("nvmlDeviceGetProcessesUtilizationInfo")]
+    assert stamps == [0, 2_000, 3_000]
+
+
+def test_per_process_sm_is_none_when_unsupported() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(10)],
+        unsupported={"nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization"},
+    )
+    backend, fake = open_backend([gpu])
+    assert backend.read_processes(1.0)[0].sm_pct is None
+    assert backend.read_processes(2.0)[0].sm_pct is None
+    assert fake.calls["nvmlDeviceGetProcessesUtilizationInfo"] == 1
+    assert fake.calls["nvmlDeviceGetProcessUtilization"] == 1
+
+
+def test_no_processes_means_no_utilization_call() -> None:
+    backend, fake = open_backend(1)
+    assert backend.read_processes(1.0) == []
+    assert fake.calls["nvmlDeviceGetProcessesUtilizationInfo"] == 0
+
+
+# -- MIG ------------------------------------------------------------------------------------------
+
+
+def mig_gpu() -> FakeGpu:
+    return FakeGpu(
+        mig_mode=1,
+        migs=[
+            FakeMig(
+                gpu_instance_id=1,
+                compute_instance_id=0,
+                memory_total=20 * GiB,
+                memory_used=3 * GiB,
+                sm_count=32,
+                name="NVIDIA H100 80GB HBM3 MIG 2g.20gb",
+                compute_processes=[FakeProcess(500, 2 * GiB)],
+            ),
+            None,  # an empty slot
+            FakeMig(
+                gpu_instance_id=5,
+                compute_instance_id=0,
+                compute_processes=[FakeProcess(501, GiB), FakeProcess(502, 11 * GiB)],
+                graphics_processes=[FakeProcess(501, GiB)],
+            ),
+        ],
+        compute_processes=[FakeProcess(999)],  # the parent's aggregate list is not used
+    )
+
+
+def test_mig_slices_are_listed_under_their_parent() -> None:
+    node = NvmlBackend(make_fake_nvml([FakeGpu(), mig_gpu()])).open()
+    assert node.gpus[0].mig_enabled is False
+    parent = node.gpus[1]
+    assert parent.mig_enabled is True
+    first, second = parent.mig_devices
+    assert (first.parent_index, first.gpu_instance_id, first.compute_instance_id) == (1, 1, 0)
+    assert first.uuid == "MIG-0001-0000-fake"
+    assert first.name == "NVIDIA H100 80GB HBM3 MIG 2g.20gb"
+    assert first.memory_total_bytes == 20 * GiB
+    assert first.sm_count == 32
+    assert (second.gpu_instance_id, second.uuid) == (5, "MIG-0001-0002-fake")
+
+
+def test_mig_slices_are_sampled_each_tick() -> None:
+    gpu = mig_gpu()
+    backend, _ = open_backend([gpu])
+    (s,) = backend.read_gpus(1.0, slow=False)
+    assert s.utilization_gpu_pct is None  # NotSupported on a MIG-enabled parent
+    assert [(m.uuid, m.memory_used_bytes, m.memory_total_bytes) for m in s.mig_devices] == [
+        ("MIG-0000-0000-fake", 3 * GiB, 20 * GiB),
+        ("MIG-0000-0002-fake", GiB, 10 * GiB),
+    ]
+    gpu.migs[0].memory_used = 7 * GiB
+    (s,) = backend.read_gpus(2.0, slow=True)
+    assert s.mig_devices[0].memory_used_bytes == 7 * GiB
+
+
+def test_mig_processes_map_to_slice_and_parent() -> None:
+    backend, fake = open_backend([FakeGpu(compute_processes=[FakeProcess(7)]), mig_gpu()])
+    rows = {p.pid: p for p in backend.read_processes(1.0)}
+    assert set(rows) == {7, 500, 501}  # 502 claims more memory than its 10 GiB slice: dropped
+    assert rows[7].gpu_index == 0 and rows[7].mig_uuid is None
+    assert rows[500].gpu_index == 1 and rows[500].mig_uuid == "MIG-0001-0000-fake"
+    assert rows[501].mig_uuid == "MIG-0001-0002-fake"
+    assert rows[501].type == "compute+graphics"
+    assert rows[500].sm_pct is None  # per-process utilization is not supported on MIG
+    parent_calls = [a for a in fake.args_of("nvmlDeviceGetComputeRunningProcesses_v3", 1)]
+    assert all(a[0].mig_slot is not None for a in parent_calls)
+
+
+# -- closing --------------------------------------------------------------------------------------
+
+
+def test_close_is_idempotent_and_swallows_errors() -> None:
+    backend, fake = open_backend(1)
+    backend.close()
+    backend.close()
+    assert fake.calls["nvmlShutdown"] == 1
+    assert fake.initialized == 0
+    backend, fake = open_backend(1, errors={"nvmlShutdown": pynvml.NVMLError_Unknown})
+    backend.close()
+    backend.close()
+    assert fake.calls["nvmlShutdown"] == 1
+
+
+def test_close_without_open_does_nothing() -> None:
+    fake = make_fake_nvml(1)
+    NvmlBackend(fake).close()
+    assert fake.calls["nvmlShutdown"] == 0
