@@ -1,0 +1,133 @@
+"""Plain-text rendering of one snapshot, for ``gputui snapshot`` (no Textual, no colour)."""
+
+from __future__ import annotations
+
+import time
+
+from gputui.model import GpuSample, Snapshot, describe_throttle
+from gputui.tui.format import (
+    NA,
+    fmt_bytes,
+    fmt_bytes_pair,
+    fmt_duration,
+    fmt_load,
+    fmt_mhz,
+    fmt_pcie,
+    fmt_pct,
+    fmt_power_pair,
+    fmt_temp,
+    sanitize,
+    short_gpu_name,
+)
+
+GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
+PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
+
+
+def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
+    """The node line, a GPU table, the host line and a process table; ``width`` cuts long lines."""
+    lines = [_node_line(snapshot), ""]
+    lines += _table(GPU_COLUMNS, [_gpu_row(snapshot, s) for s in snapshot.gpus])
+    if snapshot.host is not None:
+        lines += ["", _host_line(snapshot)]
+    lines.append("")
+    if snapshot.processes:
+        rows = [_process_row(snapshot, p) for p in snapshot.processes]
+        lines += _table(PROCESS_COLUMNS, rows)
+    else:
+        lines.append("No GPU processes.")
+    if width:
+        lines = [line[:width] for line in lines]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _node_line(snapshot: Snapshot) -> str:
+    node = snapshot.node
+    runtime = "ROCm" if node.gpus and node.gpus[0].vendor == "amd" else "CUDA"
+    parts = [node.hostname, node.backend]
+    if node.driver_version:
+        parts.append(f"driver {node.driver_version}")
+    if node.runtime_version:
+        parts.append(f"{runtime} {node.runtime_version}")
+    parts.append(f"{len(snapshot.gpus)} GPU{'s' if len(snapshot.gpus) != 1 else ''}")
+    parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
+    return " · ".join(parts)
+
+
+def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
+    info = snapshot.node.gpu(sample.index)
+    name = short_gpu_name(info.name) if info else NA
+    if sample.lost:
+        return [
+            str(sample.index),
+            name,
+            "LOST",
+            sample.error or "GPU is lost",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ]
+    pcie = fmt_pcie(sample.pcie_gen, sample.pcie_width)
+    if info and (info.pcie_max_gen or info.pcie_max_width):
+        pcie += f" of {fmt_pcie(info.pcie_max_gen, info.pcie_max_width)}"
+    ecc = sample.ecc_volatile_uncorrected
+    notes = describe_throttle(sample.throttle_reasons)
+    if sample.remapped_rows_pending:
+        notes = ", ".join(filter(None, [notes, "row remap pending"]))
+    return [
+        str(sample.index),
+        name,
+        fmt_pct(sample.utilization_gpu_pct),
+        fmt_bytes_pair(sample.memory_used_bytes, sample.memory_total_bytes),
+        fmt_power_pair(sample.power_w, sample.power_limit_w),
+        fmt_temp(sample.temperature_gpu_c),
+        fmt_mhz(sample.clock_sm_mhz),
+        pcie,
+        NA if ecc is None else f"{ecc} unc",
+        notes,
+    ]
+
+
+def _host_line(snapshot: Snapshot) -> str:
+    host = snapshot.host
+    assert host is not None
+    return "  ".join(
+        [
+            f"host CPU {fmt_pct(host.cpu_pct)}",
+            f"RAM {fmt_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}",
+            f"swap {fmt_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
+            f"load {fmt_load(host.load_average)}",
+            f"up {fmt_duration(host.uptime_s)}",
+        ]
+    )
+
+
+def _process_row(snapshot: Snapshot, proc) -> list[str]:  # type: ignore[no-untyped-def]
+    elapsed = None if proc.start_time is None else snapshot.timestamp - proc.start_time
+    command = sanitize(proc.command or proc.name or NA)
+    if proc.container_id:
+        command = f"[container {proc.container_id[:12]}] {command}"
+    return [
+        str(proc.gpu_index),
+        str(proc.pid),
+        proc.user or NA,
+        fmt_bytes(proc.gpu_memory_bytes),
+        "-" if proc.sm_pct is None else f"{proc.sm_pct:.0f}",
+        "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
+        fmt_bytes(proc.host_rss_bytes),
+        fmt_duration(elapsed),
+        command,
+    ]
+
+
+def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    """Left-aligned text columns; the last column is never padded (it holds free text)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    out = []
+    for row in [list(headers), *rows]:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        out.append("  ".join(cells))
+    return out

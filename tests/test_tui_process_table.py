@@ -1,0 +1,378 @@
+"""ProcessTable: diffing, cursor stability, sorting, filtering, cheap no-op refreshes, selection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.tui.format import fmt_bytes
+from gputui.tui.widgets.process_table import COLUMN_KEYS, ProcessTable, sort_processes
+
+GiB = 1024**3
+MiB = 1024**2
+T0 = 1_700_000_000.0
+
+NODE = NodeInfo(
+    hostname="node1",
+    backend="fake",
+    gpus=tuple(GpuInfo(index=i, name="Fake GPU", uuid=f"GPU-{i}", vendor="nvidia") for i in (0, 1)),
+)
+
+
+def proc(pid: int, gpu: int = 0, mem: int | None = GiB, **kw: Any) -> ProcessSample:
+    kw.setdefault("user", "alice")
+    kw.setdefault("command", f"python train_{pid}.py")
+    kw.setdefault("name", "python")
+    kw.setdefault("start_time", T0 - 100.0)
+    return ProcessSample(pid=pid, gpu_index=gpu, gpu_memory_bytes=mem, **kw)
+
+
+def snap(*processes: ProcessSample, ts: float = T0) -> Snapshot:
+    gpus = tuple(GpuSample(index=i, timestamp=ts) for i in (0, 1))
+    return Snapshot(timestamp=ts, node=NODE, gpus=gpus, processes=processes)
+
+
+class TableApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected: list[ProcessSample] = []
+
+    def compose(self) -> ComposeResult:
+        yield ProcessTable()
+
+    def on_mount(self) -> None:
+        self.query_one(ProcessTable).focus()
+
+    def on_process_table_selected(self, event: ProcessTable.Selected) -> None:
+        self.selected.append(event.process)
+
+
+def pids(table: ProcessTable) -> list[int]:
+    """PIDs in display order, read back from the DataTable itself."""
+    dt = table.data_table
+    return [int(dt.get_row_at(i)[COLUMN_KEYS.index("pid")].plain) for i in range(dt.row_count)]
+
+
+def cell(table: ProcessTable, key: str, column: str) -> str:
+    return table.data_table.get_cell(key, column).plain
+
+
+class CallSpy:
+    """Counts calls to the DataTable methods that change it."""
+
+    METHODS = ("update_cell", "add_row", "remove_row", "sort", "clear", "move_cursor")
+
+    def __init__(self, dt: DataTable, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        for name in self.METHODS:
+            original = getattr(dt, name)
+            monkeypatch.setattr(dt, name, self._wrap(name, original))
+
+    def _wrap(self, name: str, original: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+
+async def test_rows_added_updated_removed() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(10, mem=2 * GiB), proc(20, mem=GiB)))
+        await pilot.pause()
+        assert pids(table) == [10, 20]
+        assert cell(table, "10:0", "gpu_mem") == fmt_bytes(2 * GiB)
+
+        table.update_processes(snap(proc(10, mem=512 * MiB), proc(30, gpu=1, mem=3 * GiB)))
+        await pilot.pause()
+        assert pids(table) == [30, 10]
+        assert cell(table, "10:0", "gpu_mem") == fmt_bytes(512 * MiB)
+        assert cell(table, "30:1", "gpu") == "1"
+        assert table.data_table.row_count == 2  # PID 20 vanished without fuss
+
+
+async def test_cell_texts() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(
+                proc(
+                    1,
+                    type="compute+graphics",
+                    sm_pct=None,
+                    cpu_pct=None,
+                    host_rss_bytes=None,
+                    start_time=T0 - (2 * 3600 + 3 * 60 + 11),
+                    container_id="0123456789abcdef0123",
+                ),
+                proc(2, command=None, name="Xorg", type="graphics", start_time=T0 - 3.2 * 86400),
+                proc(3, user=None, mem=None, sm_pct=42.4, cpu_pct=99.6, start_time=None),
+            )
+        )
+        await pilot.pause()
+        assert cell(table, "1:0", "type") == "C+G"
+        assert cell(table, "1:0", "sm") == "-"
+        assert cell(table, "1:0", "cpu") == "n/a"
+        assert cell(table, "1:0", "rss") == "n/a"
+        assert cell(table, "1:0", "time") == "2:03:11"
+        assert cell(table, "1:0", "command") == "[container 0123456789ab] python train_1.py"
+        assert cell(table, "2:0", "type") == "G"
+        assert cell(table, "2:0", "command") == "Xorg"
+        assert cell(table, "2:0", "time") == "3d04h"
+        assert cell(table, "3:0", "user") == "n/a"
+        assert cell(table, "3:0", "gpu_mem") == "n/a"
+        assert cell(table, "3:0", "sm") == "42%"
+        assert cell(table, "3:0", "cpu") == "100%"
+        assert cell(table, "3:0", "time") == "n/a"
+
+        # TIME comes from the snapshot's timestamp, not the wall clock.
+        table.update_processes(snap(proc(2, start_time=T0 - 3.2 * 86400), ts=T0 + 86400))
+        await pilot.pause()
+        assert cell(table, "2:0", "time") == "4d04h"
+
+
+async def test_cursor_follows_process_when_rows_reorder() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(1, mem=3 * GiB), proc(2, mem=2 * GiB), proc(3, mem=GiB)))
+        await pilot.pause()
+        await pilot.press("down")
+        assert table.selected_process is not None and table.selected_process.pid == 2
+
+        # PID 2 grows to the top: the cursor moves with it.
+        table.update_processes(snap(proc(1, mem=3 * GiB), proc(2, mem=5 * GiB), proc(3, mem=GiB)))
+        await pilot.pause()
+        assert pids(table) == [2, 1, 3]
+        assert table.data_table.cursor_row == 0
+        assert table.selected_process.pid == 2
+        assert table.selected_process.gpu_memory_bytes == 5 * GiB  # the fresh sample
+
+
+async def test_cursor_follows_process_when_another_row_goes() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(proc(1, mem=3 * GiB), proc(2, mem=2 * GiB), proc(3, mem=GiB), proc(4, mem=1))
+        )
+        await pilot.pause()
+        await pilot.press("down", "down")
+        assert table.selected_process.pid == 3
+
+        table.update_processes(snap(proc(2, mem=2 * GiB), proc(3, mem=GiB), proc(4, mem=1)))
+        await pilot.pause()
+        assert pids(table) == [2, 3, 4]
+        assert table.data_table.cursor_row == 1
+        assert table.selected_process.pid == 3
+
+        table.update_processes(snap(proc(2, mem=2 * GiB), proc(3, mem=GiB)))
+        await pilot.pause()
+        assert table.selected_process.pid == 3
+
+        # The selected process itself goes: the cursor stays in range, no error.
+        table.update_processes(snap(proc(2, mem=2 * GiB)))
+        await pilot.pause()
+        assert table.selected_process.pid == 2
+
+
+async def test_sort_keys_numeric_with_none_last_and_reverse() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(
+                proc(9, mem=9 * MiB, sm_pct=5.0),
+                proc(100, mem=None, sm_pct=None),
+                proc(10, mem=10 * GiB, sm_pct=80.0),
+                proc(7, mem=100 * MiB, sm_pct=40.0),
+            )
+        )
+        await pilot.pause()
+        # Default: GPU memory, biggest first, unknown last (as strings "9.00M" would lead).
+        assert (table.sort_column, table.sort_reverse) == ("gpu_mem", True)
+        assert pids(table) == [10, 7, 9, 100]
+        await pilot.press("down")
+        assert table.selected_process.pid == 7
+
+        await pilot.press("s")  # next column: SM%, descending
+        await pilot.pause()
+        assert (table.sort_column, table.sort_reverse) == ("sm", True)
+        assert pids(table) == [10, 7, 9, 100]
+        await pilot.press("S")  # reversed: ascending, unknown still last
+        await pilot.pause()
+        assert pids(table) == [9, 7, 10, 100]
+        assert table.selected_process.pid == 7  # the cursor stayed on its process
+
+        table.sort_by("pid")  # ascending, numeric: 7, 9, 10, 100 (as text: 10, 100, 7, 9)
+        await pilot.pause()
+        assert pids(table) == [7, 9, 10, 100]
+        header = table.data_table.columns[table.data_table.ordered_columns[1].key].label.plain
+        assert header == "PID ▲"
+
+
+async def test_sort_cycles_through_every_column() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        seen = [table.sort_column]
+        for _ in COLUMN_KEYS:
+            await pilot.press("s")
+            seen.append(table.sort_column)
+        assert seen[-1] == seen[0]
+        assert sorted(set(seen)) == sorted(COLUMN_KEYS)
+
+
+def header_offset(dt: DataTable, column_key: str) -> tuple[int, int]:
+    x = 0
+    for column in dt.ordered_columns:
+        if column.key.value == column_key:
+            return (x + 1, 0)
+        x += column.get_render_width(dt)
+    raise AssertionError(column_key)
+
+
+async def test_sort_by_header_click() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(
+                proc(1, cpu_pct=150.0),
+                proc(2, cpu_pct=None),
+                proc(3, cpu_pct=12.0),
+                proc(4, cpu_pct=9.0),
+            )
+        )
+        await pilot.pause()
+        dt = table.data_table
+        assert await pilot.click(DataTable, offset=header_offset(dt, "cpu"))
+        await pilot.pause()
+        assert (table.sort_column, table.sort_reverse) == ("cpu", True)
+        assert pids(table) == [1, 3, 4, 2]
+        # A second click on the same header reverses it.
+        assert await pilot.click(DataTable, offset=header_offset(dt, "cpu"))
+        await pilot.pause()
+        assert (table.sort_column, table.sort_reverse) == ("cpu", False)
+        assert pids(table) == [4, 3, 1, 2]
+
+        assert await pilot.click(DataTable, offset=header_offset(dt, "user"))
+        await pilot.pause()
+        assert table.sort_column == "user"
+
+
+async def test_gpu_and_text_filters() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(
+                proc(11, gpu=0, user="alice", command="Python train.py"),
+                proc(12, gpu=1, user="bob", command="/usr/bin/vllm serve", name="vllm"),
+                proc(13, gpu=1, user="carol", command=None, name="Xorg"),
+            )
+        )
+        await pilot.pause()
+        empty = table.query_one(".process-table--empty")
+        assert sorted(pids(table)) == [11, 12, 13]
+        assert not empty.display
+
+        table.gpu_filter = 1
+        await pilot.pause()
+        assert sorted(pids(table)) == [12, 13]
+
+        table.text_filter = "XORG"  # case-insensitive, matches the name
+        await pilot.pause()
+        assert pids(table) == [13]
+        table.gpu_filter = None
+        table.text_filter = "python"
+        await pilot.pause()
+        assert pids(table) == [11]
+        table.text_filter = "bob"  # user
+        await pilot.pause()
+        assert pids(table) == [12]
+        table.text_filter = "13"  # PID
+        await pilot.pause()
+        assert pids(table) == [13]
+
+        table.text_filter = "foo"
+        await pilot.pause()
+        assert pids(table) == []
+        assert empty.display
+        assert str(empty.render()) == "no processes match 'foo'"
+        table.text_filter = "[b"  # not markup
+        await pilot.pause()
+        assert str(empty.render()) == "no processes match '[b'"
+        table.text_filter = ""
+        table.gpu_filter = 3
+        await pilot.pause()
+        assert str(empty.render()) == "no processes on GPU 3"
+        table.gpu_filter = None
+        await pilot.pause()
+        assert sorted(pids(table)) == [11, 12, 13]
+        assert not empty.display
+
+
+async def test_unchanged_snapshot_touches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(1, mem=2 * GiB, cpu_pct=10.2), proc(2, mem=GiB)))
+        await pilot.pause()
+        spy = CallSpy(table.data_table, monkeypatch)
+        updates_before = table.data_table._update_count
+
+        # New objects, a later timestamp, values that format the same: nothing to do.
+        table.update_processes(
+            snap(proc(1, mem=2 * GiB, cpu_pct=10.4), proc(2, mem=GiB), ts=T0 + 0.5)
+        )
+        await pilot.pause()
+        assert spy.calls == []
+        assert table.data_table._update_count == updates_before
+
+        # One visible change: exactly one cell update, no re-sort, no cursor move.
+        table.update_processes(
+            snap(proc(1, mem=2 * GiB, cpu_pct=55.0), proc(2, mem=GiB), ts=T0 + 0.7)
+        )
+        await pilot.pause()
+        assert spy.calls == ["update_cell"]
+        assert cell(table, "1:0", "cpu") == "55%"
+
+
+async def test_enter_posts_selected() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(1, mem=2 * GiB), proc(2, mem=GiB)))
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert [p.pid for p in app.selected] == [2]
+
+
+async def test_empty_table_has_no_selection() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap())
+        await pilot.pause()
+        assert table.selected_process is None
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected == []
+        assert str(table.query_one(".process-table--empty").render()) == "no GPU processes"
+
+
+def test_sort_processes_orders_text_case_insensitively_with_none_last() -> None:
+    procs = [proc(1, user="bob"), proc(2, user=None), proc(3, user="Alice")]
+    assert [p.pid for p in sort_processes(procs, "user", False, T0)] == [3, 1, 2]
+    assert [p.pid for p in sort_processes(procs, "user", True, T0)] == [1, 3, 2]
+    with pytest.raises(KeyError):
+        sort_processes(procs, "nope", False, T0)
