@@ -1,0 +1,621 @@
+"""The AMD-SMI backend against a fake ``amdsmi`` module (tests/fakes/fake_amdsmi.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import sys
+
+import pytest
+from tests.fakes.fake_amdsmi import (
+    REAL_SIGNATURES,
+    STATUS,
+    UINT16_MAX,
+    UINT32_MAX,
+    UINT64_MAX,
+    FakeAmdProcess,
+    FakeXgmiLink,
+    GiB,
+    MiB,
+    make_fake_amdsmi,
+    mi210_gpu,
+    mi300x_gpu,
+    w7900_gpu,
+    write_broken_amdsmi,
+)
+
+from gputui.backends.amd import AmdSmiBackend, _pcie_gen, architecture_from_gfx
+from gputui.backends.base import BackendUnavailable
+from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS
+
+T0 = 1_700_000_000.0
+
+
+def opened(*gpus, **knobs):
+    fake = make_fake_amdsmi(list(gpus) if gpus else None, **knobs)
+    backend = AmdSmiBackend(fake)
+    node = backend.open()
+    return fake, backend, node
+
+
+# ------------------------------------------------------------------------------------ the fake
+
+
+def test_fake_mirrors_real_signatures():
+    fake = make_fake_amdsmi()
+    for name, params in REAL_SIGNATURES.items():
+        assert tuple(inspect.signature(getattr(fake, name)).parameters) == params, name
+
+
+def test_fake_rejects_plain_ints_where_the_real_module_wants_enums():
+    fake, _backend, _node = opened()
+    handle = fake.amdsmi_get_processor_handles()[0]
+    with pytest.raises(fake.AmdSmiParameterException):
+        fake.amdsmi_get_temp_metric(handle, 0, 0)
+    with pytest.raises(fake.AmdSmiParameterException):
+        fake.amdsmi_get_gpu_activity(0)
+
+
+# ------------------------------------------------------------------------------- import guard
+
+
+def _forget_amdsmi(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in sys.modules if n == "amdsmi" or n.startswith("amdsmi.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_import_guard_not_installed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "amdsmi", None)  # makes `import amdsmi` fail as if absent
+    with pytest.raises(BackendUnavailable, match=r"^amdsmi not installed$"):
+        AmdSmiBackend().open()
+
+
+def test_import_guard_library_missing_prints_nothing(monkeypatch, tmp_path, capfd):
+    _forget_amdsmi(monkeypatch)
+    write_broken_amdsmi(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+
+    # The stand-in really behaves like amdsmi without ROCm: noise on stdout, then KeyError.
+    noise = io.StringIO()
+    with contextlib.redirect_stdout(noise), pytest.raises(KeyError, match=r"libamd_smi\.so"):
+        importlib.import_module("amdsmi")
+    assert "Unable to find libamd_smi.so" in noise.getvalue()
+    _forget_amdsmi(monkeypatch)
+
+    with pytest.raises(BackendUnavailable) as info:
+        AmdSmiBackend().open()
+    assert str(info.value) == "libamd_smi.so not found (ROCm amd-smi-lib not installed)"
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == ""
+
+
+def test_import_guard_library_older_than_package(monkeypatch, tmp_path, capfd):
+    _forget_amdsmi(monkeypatch)
+    package = tmp_path / "amdsmi"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "print('noise')\n"
+        "raise AttributeError('undefined symbol: amdsmi_get_gpu_enumeration_info')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    with pytest.raises(BackendUnavailable, match="pin amdsmi to your ROCm version"):
+        AmdSmiBackend().open()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_lazy_import_uses_the_installed_module(monkeypatch):
+    fake = make_fake_amdsmi()
+    monkeypatch.setitem(sys.modules, "amdsmi", fake)
+    backend = AmdSmiBackend()
+    assert backend.open().gpus[0].name == "AMD Instinct MI210"
+    assert fake.calls["amdsmi_init"] == 1
+
+
+# ------------------------------------------------------------------------------------- init
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (STATUS["DRIVER_NOT_LOADED"], "amdgpu driver not loaded"),
+        (STATUS["NO_PERM"], "no permission (add the user to the render and video groups)"),
+        (
+            STATUS["INIT_ERROR"],
+            "AMD-SMI init failed: AMDSMI_STATUS_INIT_ERROR - Initialization error (18)",
+        ),
+    ],
+)
+def test_init_errors_map_to_one_line_reasons(code, message, capfd):
+    fake = make_fake_amdsmi(init_error=code, init_noise="amdsmi: something on stdout")
+    with pytest.raises(BackendUnavailable) as info:
+        AmdSmiBackend(fake).open()
+    assert str(info.value) == message
+    assert capfd.readouterr() == ("", "")
+    assert fake.calls["amdsmi_shut_down"] == 0
+
+
+def test_init_passes_the_gpu_flag_enum():
+    fake, _backend, _node = opened()
+    assert fake.init_flag is fake.AmdSmiInitFlags.INIT_AMD_GPUS
+
+
+def test_no_gpus_is_unavailable_and_shuts_down():
+    fake = make_fake_amdsmi([])
+    with pytest.raises(BackendUnavailable, match=r"^no AMD GPU found$"):
+        AmdSmiBackend(fake).open()
+    assert fake.calls["amdsmi_shut_down"] == 1
+    assert not fake.initialized
+
+
+def test_close_is_idempotent_and_swallows_errors():
+    fake, backend, _node = opened()
+    backend.close()
+    backend.close()
+    assert fake.calls["amdsmi_shut_down"] == 1
+
+    fake, backend, _node = opened()
+    fake.amdsmi_shut_down()  # the library is already down: its shut_down now raises
+    backend.close()
+    assert fake.calls["amdsmi_shut_down"] == 2
+
+    never_opened = make_fake_amdsmi()
+    AmdSmiBackend(never_opened).close()
+    assert never_opened.calls["amdsmi_shut_down"] == 0
+
+
+# ------------------------------------------------------------------------------ static tier
+
+
+def test_static_info_and_unit_conversions():
+    _fake, _backend, node = opened(mi210_gpu())
+    assert node.backend == "AMD-SMI"
+    assert node.hostname
+    assert node.driver_version == "6.8.5"
+    assert node.runtime_version == "6.3.1"
+    assert node.library_version == "25.1.0"
+    (gpu,) = node.gpus
+    assert gpu.index == 0
+    assert gpu.name == "AMD Instinct MI210"
+    assert gpu.vendor == "amd"
+    assert gpu.uuid == "b3ff740f-0000-1000-8031-a8b2c7d9e0f1"
+    assert gpu.pci_bus_id == "0000:03:00.0"
+    assert gpu.compute_capability == "gfx90a"
+    assert gpu.architecture == "CDNA2"
+    assert gpu.sm_count == 104
+    assert gpu.memory_total_bytes == 65520 * MiB
+    assert gpu.power_default_limit_w == 300.0  # µW -> W
+    assert gpu.power_min_limit_w == 100.0
+    assert gpu.power_max_limit_w == 300.0
+    assert gpu.sm_clock_max_mhz == gpu.graphics_clock_max_mhz == 1700
+    assert gpu.memory_clock_max_mhz == 1600
+    assert (gpu.pcie_max_gen, gpu.pcie_max_width) == (4, 16)
+    assert (gpu.temperature_slowdown_c, gpu.temperature_shutdown_c) == (105.0, 110.0)
+    assert gpu.ecc_enabled is True
+    assert gpu.mig_enabled is None
+    assert gpu.vbios_version == "113-D67301-063"
+    assert gpu.serial == "692223000123"
+
+
+def test_memory_total_falls_back_to_vram_size_in_mb():
+    _fake, _backend, node = opened(
+        mi210_gpu(unsupported={"amdsmi_get_gpu_memory_total"}, vram_size_mb=1000)
+    )
+    assert node.gpus[0].memory_total_bytes == 1000 * MiB
+
+
+def test_static_fallbacks_and_unsupported_values():
+    gpu = mi210_gpu(
+        market_name="",  # the wrapper turns an empty name into "N/A"
+        target_graphics_version=UINT64_MAX,  # -> "gfxffffffffffffffff"
+        num_compute_units=UINT32_MAX,
+        clocks={"GFX": (1700, 500, UINT32_MAX), "MEM": (1600, 1600, 1600)},
+        max_pcie_speed=UINT32_MAX,
+        ecc_enabled_mask=0,
+    )
+    _fake, _backend, node = opened(gpu, rocm_version=(False, "Could not find librocm-core.so"))
+    info = node.gpus[0]
+    assert info.name == "Instinct MI210"
+    assert info.compute_capability is None
+    assert info.architecture is None
+    assert info.sm_count is None
+    assert info.sm_clock_max_mhz is None
+    assert info.pcie_max_gen == 4  # from pcie_interface_version
+    assert info.ecc_enabled is False
+    assert node.runtime_version is None
+
+
+@pytest.mark.parametrize(
+    ("speed", "gen"),
+    [
+        (2500, 1),
+        (5000, 2),
+        (8000, 3),
+        (16000, 4),
+        (32000, 5),
+        (64000, 6),
+        (16, 4),
+        (32, 5),
+        (2.5, 1),
+        (0, None),
+        (500, None),
+        (12345, None),
+        ("N/A", None),
+        (UINT32_MAX, None),
+    ],
+)
+def test_pcie_speed_to_generation(speed, gen):
+    assert _pcie_gen(speed) == gen
+
+
+@pytest.mark.parametrize(
+    ("gfx", "arch"),
+    [
+        ("gfx942", "CDNA3"),
+        ("gfx950", "CDNA4"),
+        ("gfx90a", "CDNA2"),
+        ("gfx908", "CDNA"),
+        ("gfx906", "GCN5.1"),
+        ("gfx1100", "RDNA3"),
+        ("gfx1030", "RDNA2"),
+        ("gfx1201", "RDNA4"),
+        ("gfx1151", "RDNA3.5"),
+        ("gfx8000", None),
+        (None, None),
+    ],
+)
+def test_architecture_from_gfx_target(gfx, arch):
+    assert architecture_from_gfx(gfx) == arch
+
+
+# -------------------------------------------------------------------------------- fast tier
+
+
+def test_fast_sample_values():
+    _fake, backend, node = opened(mi210_gpu(), w7900_gpu(bdf="0000:83:00.0"))
+    mi210, w7900 = backend.read_gpus(T0, slow=False)
+    assert mi210.index == 0 and w7900.index == 1
+    assert mi210.timestamp == T0
+    assert not mi210.lost and mi210.error is None
+    assert mi210.utilization_gpu_pct == 87.0
+    assert mi210.utilization_memory_pct == 41.0
+    assert mi210.memory_used_bytes == 12 * GiB
+    assert mi210.memory_total_bytes == node.gpus[0].memory_total_bytes
+    assert mi210.power_w == 243.0  # average_socket_power; current_socket_power is "N/A"
+    assert mi210.power_limit_w == 300.0
+    assert mi210.energy_j == pytest.approx(1_000_000_000 * 15.259 / 1e6)
+    assert (mi210.temperature_gpu_c, mi210.temperature_hotspot_c) == (52.0, 61.0)
+    assert mi210.temperature_memory_c == 58.0
+    assert mi210.fan_pct is None  # passively cooled
+    assert w7900.fan_pct == pytest.approx(40.0)  # 102 of 255
+    assert mi210.clock_sm_mhz == mi210.clock_graphics_mhz == 1700
+    assert mi210.clock_memory_mhz == 1600
+    assert mi210.pstate is None
+    assert (mi210.pcie_gen, mi210.pcie_width) == (4, 16)
+    assert mi210.throttle_reasons == frozenset()
+
+
+def test_na_and_all_ones_sentinels_become_none():
+    gpu = mi210_gpu(
+        gfx_activity=UINT16_MAX,  # "N/A" from the wrapper
+        umc_activity=UINT32_MAX,  # raw, out of range
+        current_socket_power=UINT16_MAX,  # "N/A"
+        average_socket_power=UINT32_MAX,  # raw: the wrapper maps only 0xFFFF
+        socket_power=UINT32_MAX,
+        clocks={"GFX": (UINT32_MAX, 500, 1700), "MEM": (UINT32_MAX, 1, 1)},
+        pcie_width=UINT16_MAX,
+        pcie_speed=UINT32_MAX,
+        power_cap_uw=UINT32_MAX,
+    )
+    _fake, backend, _node = opened(gpu)
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert sample.utilization_gpu_pct is None
+    assert sample.utilization_memory_pct is None
+    assert sample.power_w is None
+    assert sample.power_limit_w is None
+    assert sample.clock_sm_mhz is None
+    assert sample.clock_memory_mhz is None
+    assert sample.pcie_width is None
+    assert sample.pcie_gen is None
+    assert sample.temperature_gpu_c == 52.0  # the rest still reads
+
+
+def test_mi300_uses_hotspot_for_gpu_temperature_and_current_power():
+    fake, backend, node = opened(mi300x_gpu())
+    assert node.gpus[0].architecture == "CDNA3"
+    assert node.gpus[0].compute_capability == "gfx942"
+    assert node.gpus[0].pcie_max_gen == 5
+    first = backend.read_gpus(T0, slow=False)[0]
+    temp_calls = fake.calls["amdsmi_get_temp_metric"]
+    second = backend.read_gpus(T0 + 1, slow=False)[0]
+    for sample in (first, second):
+        assert sample.temperature_gpu_c == 45.0  # no EDGE sensor: junction instead
+        assert sample.temperature_hotspot_c == 45.0
+        assert sample.temperature_memory_c == 38.0
+        assert sample.power_w == 350.0  # current_socket_power; average is "N/A"
+        assert sample.pcie_gen == 5
+    # EDGE answered NOT_SUPPORTED once and is not asked again: 2 temperature calls a tick.
+    assert fake.calls["amdsmi_get_temp_metric"] - temp_calls == 2
+
+
+def test_not_supported_is_asked_once():
+    fake, backend, _node = opened(mi210_gpu(unsupported={"amdsmi_get_energy_count"}))
+    for tick in range(5):
+        (sample,) = backend.read_gpus(T0 + tick, slow=False)
+        assert sample.energy_j is None
+        assert sample.fan_pct is None
+    assert fake.gpu_calls["amdsmi_get_energy_count", 0] == 1
+    assert fake.gpu_calls["amdsmi_get_gpu_fan_speed", 0] == 1  # fanless MI210
+    assert fake.gpu_calls["amdsmi_get_gpu_activity", 0] == 5
+
+
+def test_unsupported_memory_is_per_device():
+    fake, backend, _node = opened(mi210_gpu(fan_speed=None), w7900_gpu())
+    for tick in range(3):
+        backend.read_gpus(T0 + tick, slow=False)
+    assert fake.gpu_calls["amdsmi_get_gpu_fan_speed", 0] == 1
+    assert fake.gpu_calls["amdsmi_get_gpu_fan_speed", 1] == 3
+
+
+def test_retry_and_busy_are_not_remembered():
+    gpu = mi210_gpu(retry={"amdsmi_get_gpu_activity": 1}, errors={"amdsmi_get_power_info": 30})
+    fake, backend, _node = opened(gpu)
+    (first,) = backend.read_gpus(T0, slow=False)
+    assert first.utilization_gpu_pct is None
+    assert first.power_w is None
+    assert not first.lost
+    del gpu.errors["amdsmi_get_power_info"]
+    (second,) = backend.read_gpus(T0 + 1, slow=False)
+    assert second.utilization_gpu_pct == 87.0
+    assert second.power_w == 243.0
+    assert fake.gpu_calls["amdsmi_get_gpu_activity", 0] == 2
+    assert fake.gpu_calls["amdsmi_get_power_info", 0] == 2
+
+
+def test_unexpected_exceptions_never_escape(monkeypatch):
+    fake, backend, _node = opened()
+
+    def boom(handle):
+        raise RuntimeError("boom")
+
+    def bug(handle):
+        raise TypeError("wrapper bug")
+
+    monkeypatch.setattr(fake, "amdsmi_get_power_info", boom)
+    monkeypatch.setattr(fake, "amdsmi_get_gpu_activity", bug)
+    for tick in range(3):
+        (sample,) = backend.read_gpus(T0 + tick, slow=True)
+        assert sample.power_w is None
+        assert sample.utilization_gpu_pct is None
+        assert sample.temperature_gpu_c == 52.0
+
+
+def test_function_missing_from_older_amdsmi():
+    _fake, backend, _node = opened(mi210_gpu(), missing=("amdsmi_get_gpu_metrics_info",))
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert sample.throttle_reasons is None
+    assert sample.utilization_gpu_pct == 87.0
+
+
+# ---------------------------------------------------------------------------------- lost GPU
+
+
+def test_lost_gpu_is_isolated_and_can_come_back():
+    a = mi210_gpu(processes=[FakeAmdProcess(pid=10, vram_mem=GiB)])
+    b = mi210_gpu(bdf="0000:83:00.0", processes=[FakeAmdProcess(pid=20, vram_mem=2 * GiB)])
+    _fake, backend, _node = opened(a, b)
+    assert not any(s.lost for s in backend.read_gpus(T0, slow=True))
+
+    a.lost = True
+    lost, alive = backend.read_gpus(T0 + 1, slow=True)
+    assert lost.lost is True
+    assert "NOT_FOUND" in (lost.error or "")
+    assert lost.utilization_gpu_pct is None and lost.power_w is None
+    assert not alive.lost and alive.utilization_gpu_pct == 87.0
+    assert [(p.pid, p.gpu_index) for p in backend.read_processes(T0 + 1)] == [(20, 1)]
+
+    a.lost = False
+    again = backend.read_gpus(T0 + 2, slow=False)[0]
+    assert not again.lost and again.utilization_gpu_pct == 87.0
+
+
+def test_driver_unloaded_after_init_marks_every_gpu_lost():
+    a, b = mi210_gpu(), mi210_gpu(bdf="0000:83:00.0")
+    _fake, backend, _node = opened(a, b)
+    for gpu in (a, b):
+        gpu.lost, gpu.lost_code = True, STATUS["DRIVER_NOT_LOADED"]
+    samples = backend.read_gpus(T0, slow=False)
+    assert [s.lost for s in samples] == [True, True]
+    assert backend.read_processes(T0) == []
+
+
+def test_one_odd_not_found_does_not_mark_a_healthy_gpu_lost():
+    _fake, backend, _node = opened(w7900_gpu(errors={"amdsmi_get_gpu_fan_speed": 31}))
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert not sample.lost
+    assert sample.fan_pct is None
+    assert sample.utilization_gpu_pct == 87.0
+
+
+def test_gpu_lost_during_open_still_opens():
+    _fake, backend, node = opened(mi210_gpu(lost=True), mi210_gpu(bdf="0000:83:00.0"))
+    assert node.gpus[0].name == "AMD GPU"
+    assert node.gpus[1].name == "AMD Instinct MI210"
+    lost, alive = backend.read_gpus(T0, slow=False)
+    assert lost.lost and not alive.lost
+
+
+# ---------------------------------------------------------------------------------- throttle
+
+
+def test_throttle_from_mi300_residency_counters():
+    gpu = mi300x_gpu()
+    _fake, backend, _node = opened(gpu)
+    assert backend.read_gpus(T0, slow=False)[0].throttle_reasons is None  # no baseline yet
+
+    gpu.accumulation_counter += 100
+    gpu.residency["ppt_residency_acc"] += 60
+    gpu.residency["hbm_thm_residency_acc"] += 5
+    reasons = backend.read_gpus(T0 + 1, slow=False)[0].throttle_reasons
+    assert reasons == {"sw_power_cap", "sw_thermal"}
+    # the firmware has not sampled again: the same answer, not a fresh "nothing"
+    assert backend.read_gpus(T0 + 1.5, slow=False)[0].throttle_reasons == reasons
+
+    gpu.accumulation_counter += 100
+    gpu.residency["vr_thm_residency_acc"] += 1
+    gpu.residency["prochot_residency_acc"] += 1
+    assert backend.read_gpus(T0 + 2, slow=False)[0].throttle_reasons == {
+        "hw_thermal",
+        "hw_slowdown",
+    }
+
+    gpu.accumulation_counter += 100
+    assert backend.read_gpus(T0 + 3, slow=False)[0].throttle_reasons == frozenset()
+
+
+def test_throttle_from_amdsmi6_bitmask():
+    mask = (1 << 0) | (1 << 36) | (1 << 47) | (1 << 57)  # PPT0, TEMP_HOTSPOT, PROCHOT_GFX, FIT
+    _fake, backend, _node = opened(
+        mi210_gpu(indep_throttle_status=mask), indep_throttle_as_int=True
+    )
+    reasons = backend.read_gpus(T0, slow=False)[0].throttle_reasons
+    assert reasons == {"sw_power_cap", "sw_thermal", "hw_slowdown", "reliability"}
+    assert reasons <= set(THROTTLE_REASONS)
+
+
+def test_throttle_bool_only_true_gives_unknown():
+    _fake, backend, _node = opened(mi210_gpu(indep_throttle_status=5, throttle_status=1))
+    assert backend.read_gpus(T0, slow=False)[0].throttle_reasons is None
+
+
+# -------------------------------------------------------------------------------- slow tier
+
+
+def test_slow_fields_only_on_slow_reads():
+    gpu = mi300x_gpu(
+        ecc_correctable=7,
+        ecc_uncorrectable=1,
+        bad_pages=[(0x1000, 4096, 0), (0x2000, 4096, 1)],
+    )
+    fake, backend, _node = opened(gpu)
+    (fast,) = backend.read_gpus(T0, slow=False)
+    for name in SLOW_SAMPLE_FIELDS:
+        assert getattr(fast, name) is None, name
+    for fn in (
+        "amdsmi_get_gpu_total_ecc_count",
+        "amdsmi_get_gpu_bad_page_info",
+        "amdsmi_get_link_metrics",
+        "amdsmi_get_gpu_pci_throughput",
+    ):
+        assert fake.calls[fn] == 0, fn
+
+    (slow,) = backend.read_gpus(T0 + 1, slow=True)
+    # One AMD counter set: reported as aggregate only (see the comment in the backend).
+    assert (slow.ecc_aggregate_corrected, slow.ecc_aggregate_uncorrected) == (7, 1)
+    assert slow.ecc_volatile_corrected is None and slow.ecc_volatile_uncorrected is None
+    assert slow.retired_pages_pending is True
+    assert fake.calls["amdsmi_get_gpu_pci_throughput"] == 0  # opt-in only
+
+
+def test_xgmi_rates_from_cumulative_link_counters():
+    links = [FakeXgmiLink(read=10_000, write=5_000) for _ in range(7)]
+    gpu = mi300x_gpu(xgmi_links=links)
+    fake, backend, _node = opened(gpu)
+    first = backend.read_gpus(T0, slow=True)[0]
+    assert first.nvlink_rx_bytes_per_s is None  # no previous reading
+    for link in links:
+        link.read += 1000
+        link.write += 500
+    assert backend.read_gpus(T0 + 1, slow=False)[0].nvlink_rx_bytes_per_s is None
+    assert fake.calls["amdsmi_get_link_metrics"] == 1
+    second = backend.read_gpus(T0 + 2, slow=True)[0]
+    assert second.nvlink_rx_bytes_per_s == pytest.approx(7 * 1000 * 1024 / 2)
+    assert second.nvlink_tx_bytes_per_s == pytest.approx(7 * 500 * 1024 / 2)
+
+
+def test_xgmi_links_are_sliced_to_num_links():
+    links = [FakeXgmiLink(read=0, write=0) for _ in range(3)]
+    gpu = mi300x_gpu(xgmi_links=links, num_links=2)
+    _fake, backend, _node = opened(gpu)
+    backend.read_gpus(T0, slow=True)
+    for link in links:
+        link.read += 100
+        link.write += 100
+    sample = backend.read_gpus(T0 + 1, slow=True)[0]
+    assert sample.nvlink_rx_bytes_per_s == pytest.approx(2 * 100 * 1024)
+    assert sample.nvlink_tx_bytes_per_s == pytest.approx(2 * 100 * 1024)
+
+
+def test_xgmi_counter_reset_gives_none_not_negative():
+    links = [FakeXgmiLink(read=5000, write=5000)]
+    _fake, backend, _node = opened(mi300x_gpu(xgmi_links=links))
+    backend.read_gpus(T0, slow=True)
+    links[0].read = 10
+    sample = backend.read_gpus(T0 + 1, slow=True)[0]
+    assert sample.nvlink_rx_bytes_per_s is None
+
+
+def test_pcie_throughput_is_opt_in():
+    fake = make_fake_amdsmi([mi210_gpu(pci_sent=1000, pci_received=3000, max_pkt_sz=256)])
+    backend = AmdSmiBackend(fake, pcie_throughput=True)
+    backend.open()
+    (fast,) = backend.read_gpus(T0, slow=False)
+    assert fast.pcie_tx_bytes_per_s is None
+    (slow,) = backend.read_gpus(T0 + 1, slow=True)
+    assert slow.pcie_tx_bytes_per_s == 1000 * 256
+    assert slow.pcie_rx_bytes_per_s == 3000 * 256
+
+
+# -------------------------------------------------------------------------------- processes
+
+
+def test_process_gfx_percent_from_engine_ns():
+    busy = FakeAmdProcess(pid=4242, name="python3", vram_mem=3 * GiB, gfx_ns=1_000_000_000)
+    anonymous = FakeAmdProcess(pid=5151, vram_mem=GiB)  # name unreadable -> "N/A"
+    gpu = mi210_gpu(processes=[busy, anonymous])
+    _fake, backend, _node = opened(gpu)
+
+    first = {p.pid: p for p in backend.read_processes(T0)}
+    assert first[4242].sm_pct is None  # first sight
+    assert first[4242].gpu_memory_bytes == 3 * GiB
+    assert first[4242].name == "python3"
+    assert first[4242].type == "compute"
+    assert first[4242].gpu_index == 0
+    assert first[5151].name is None
+    assert first[4242].user is None and first[4242].command is None
+
+    busy.gfx_ns += 500_000_000  # 0.5 s of GFX time in 2 s of wall time
+    second = {p.pid: p for p in backend.read_processes(T0 + 2)}
+    assert second[4242].sm_pct == pytest.approx(25.0)
+    assert second[5151].sm_pct == 0.0
+
+    busy.gfx_ns += 8_000_000_000  # more than the wall time (several XCDs): clamped
+    third = {p.pid: p for p in backend.read_processes(T0 + 3)}
+    assert third[4242].sm_pct == 100.0
+
+    gpu.processes = [anonymous]
+    backend.read_processes(T0 + 4)
+    gpu.processes = [busy]  # the same PID again later: no stale baseline
+    assert backend.read_processes(T0 + 5)[0].sm_pct is None
+
+
+def test_process_list_not_supported_is_empty():
+    fake, backend, _node = opened(mi210_gpu(unsupported={"amdsmi_get_gpu_process_list"}))
+    assert backend.read_processes(T0) == []
+    assert backend.read_processes(T0 + 1) == []
+    assert fake.calls["amdsmi_get_gpu_process_list"] == 1
+
+
+def test_reopen_forgets_the_previous_session():
+    fake, backend, _node = opened(mi210_gpu())
+    backend.read_gpus(T0, slow=False)
+    assert fake.gpu_calls["amdsmi_get_gpu_fan_speed", 0] == 1
+    backend.close()
+    fake.gpus[0] = w7900_gpu()  # another GPU now sits at index 0
+    backend.open()
+    (sample,) = backend.read_gpus(T0 + 1, slow=False)
+    assert sample.fan_pct == pytest.approx(40.0)
