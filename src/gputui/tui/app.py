@@ -1,0 +1,215 @@
+"""The gputui Textual app: wires a running :class:`~gputui.sampler.Sampler` to the screens.
+
+Data flow: the sampler's thread calls ``post_message(SnapshotReady(...))`` (thread-safe, never
+blocks, replaceable so a backlog collapses to the newest); :meth:`GpuTuiApp.on_snapshot_ready`
+hands the snapshot to the visible screen. The UI thread never calls a backend, except through
+:meth:`send_signal`, which runs in a thread worker.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from gputui.model import ProcessSample, Snapshot
+from gputui.sampler import Sampler
+from gputui.tui.commands import GpuCommands
+from gputui.tui.format import fmt_interval
+from gputui.tui.messages import SamplerFailed, SignalSent, SnapshotReady
+from gputui.tui.screens.dashboard import DashboardScreen
+
+INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+LIGHT_THEME = "textual-light"
+DARK_THEME = "textual-dark"
+
+
+class GpuTuiApp(App[None]):
+    """Live dashboard of the GPUs a :class:`Sampler` reads."""
+
+    # Absolute, so subclasses defined elsewhere (tests, scripts) still find it.
+    CSS_PATH = str(Path(__file__).with_name("gputui.tcss"))
+    TITLE = "gputui"
+    COMMANDS = App.COMMANDS | {GpuCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("space", "toggle_pause", "Pause", id="pause"),
+        Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
+        Binding("minus", "faster", "Interval −", id="interval.down"),
+        Binding("r", "refresh_now", "Refresh", id="refresh"),
+    ]
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        *,
+        readonly: bool = False,
+        theme: str | None = None,
+        start_sampler: bool = True,
+    ) -> None:
+        super().__init__()
+        self.sampler = sampler
+        self.readonly = readonly
+        self.start_sampler = start_sampler
+        self.paused = False
+        self.latest: Snapshot | None = sampler.latest
+        self._last_error = ""
+        self._dark_theme = DARK_THEME
+        if theme is not None:
+            self.theme = theme
+        if self.current_theme.dark:
+            self._dark_theme = self.theme
+        node = sampler.node
+        if node is None:  # the CLI opens the sampler first; be forgiving in scripts
+            node = sampler.open()
+        self.dashboard = DashboardScreen(node, sampler.history, readonly=readonly)
+
+    def get_default_screen(self) -> Screen[None]:
+        return self.dashboard
+
+    # -- life cycle --------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.dashboard.show_interval(self.sampler.interval)
+        if self.latest is not None:
+            # After the first refresh, when every widget (the process table too) is mounted.
+            self.call_after_refresh(self._show_latest)
+        if self.start_sampler:
+            # The thread polls at once: the first frame shows "waiting for first reading"
+            # and the panels fill in as soon as the first snapshot arrives.
+            self.sampler.start(on_snapshot=self._post_snapshot, on_error=self._post_error)
+
+    def _post_snapshot(self, snapshot: Snapshot) -> None:
+        self.post_message(SnapshotReady(snapshot))
+
+    def _post_error(self, error: BaseException) -> None:
+        self.post_message(SamplerFailed(error))
+
+    def on_unmount(self) -> None:
+        if self.start_sampler:
+            self.sampler.stop(timeout=1.0)
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        self.latest = message.snapshot
+        if self.paused:
+            return  # still collected (history), just not drawn
+        self._show(message.snapshot)
+
+    def _show(self, snapshot: Snapshot) -> None:
+        screen = self.screen
+        if screen is self.dashboard:
+            self.dashboard.apply(snapshot)
+            return
+        self.dashboard.apply(snapshot)  # only remembered: it is hidden
+        update = getattr(screen, "update_snapshot", None)
+        if callable(update):
+            update(snapshot)
+
+    def _show_latest(self) -> None:
+        if self.latest is not None and not self.paused:
+            self._show(self.latest)
+
+    def on_sampler_failed(self, message: SamplerFailed) -> None:
+        text = f"{type(message.error).__name__}: {message.error}"
+        if text != self._last_error:  # say it once, not every tick
+            self._last_error = text
+            self.notify(text, title="reading failed", severity="error", timeout=8)
+
+    # -- actions -----------------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        self.set_paused(not self.paused)
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.dashboard.show_paused(paused)
+        if not paused and self.latest is not None:
+            self._show(self.latest)
+
+    def change_interval(self, seconds: float) -> None:
+        self.sampler.set_interval(seconds)
+        self.sampler.refresh_now()  # re-arm the thread's wait with the new interval
+        self.dashboard.show_interval(self.sampler.interval)
+        self.notify(f"reading every {fmt_interval(self.sampler.interval)}", timeout=2)
+
+    def _step_interval(self, step: int) -> None:
+        current = self.sampler.interval
+        if step > 0:
+            bigger = [p for p in INTERVAL_PRESETS if p > current + 1e-9]
+            target = bigger[0] if bigger else INTERVAL_PRESETS[-1]
+        else:
+            smaller = [p for p in INTERVAL_PRESETS if p < current - 1e-9]
+            target = smaller[-1] if smaller else INTERVAL_PRESETS[0]
+        self.change_interval(target)
+
+    def action_slower(self) -> None:
+        self._step_interval(+1)
+
+    def action_faster(self) -> None:
+        self._step_interval(-1)
+
+    def action_refresh_now(self) -> None:
+        if self.start_sampler:
+            self.sampler.refresh_now()
+
+    def action_help(self) -> None:
+        from gputui.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        self.push_screen(HelpScreen(self.dashboard))
+
+    def action_toggle_dark(self) -> None:
+        if self.current_theme.dark:
+            self._dark_theme = self.theme
+            self.theme = LIGHT_THEME
+        else:
+            self.theme = self._dark_theme
+
+    def action_select_gpu(self, index: int | None) -> None:
+        self.dashboard.select_gpu(index)
+
+    # -- signals -----------------------------------------------------------------------------------
+
+    def send_signal(self, process: ProcessSample, sig: signal.Signals) -> None:
+        """Send ``sig`` off the UI thread (the backend lock may be held by a poll)."""
+        if self.readonly:
+            return
+        self._signal_worker(process, sig)
+
+    @work(thread=True, group="signal", exit_on_error=False)
+    def _signal_worker(self, process: ProcessSample, sig: signal.Signals) -> None:
+        try:
+            self.sampler.signal_process(process.pid, sig)
+        except Exception as exc:  # ProcessLookupError, PermissionError, backend errors
+            self.post_message(SignalSent(process, sig, exc))
+        else:
+            self.post_message(SignalSent(process, sig))
+
+    def on_signal_sent(self, message: SignalSent) -> None:
+        name = message.sig.name
+        who = f"PID {message.process.pid}"
+        if message.error is None:
+            self.notify(f"sent {name} to {who}", timeout=4)
+            if self.start_sampler:
+                self.sampler.refresh_now()
+        elif isinstance(message.error, ProcessLookupError):
+            self.notify(f"{who} has already exited", severity="warning")
+        elif isinstance(message.error, PermissionError):
+            self.notify(f"not allowed to signal {who}", severity="error")
+        else:
+            self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
+
+
+__all__ = ["INTERVAL_PRESETS", "GpuTuiApp"]

@@ -1,0 +1,213 @@
+"""Human formatting of readings for the TUI: bytes, rates, watts, °C, MHz, %, durations.
+
+Every function takes ``None`` for "not supported / unknown" and returns :data:`NA` for it, so a
+widget never has to special-case a missing field. Nothing here imports Textual or Rich.
+
+Conventions: memory sizes are binary (GiB shown as ``G``, the way nvitop and ``free -h`` do);
+transfer rates are decimal (``GB/s``, the way PCIe and NVLink are specified).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+NA = "n/a"
+"""What a widget shows for a value the hardware or driver does not report."""
+
+_BINARY_UNITS = ("B", "K", "M", "G", "T", "P")
+_DECIMAL_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+def _is_missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _scaled(value: float, base: float, units: tuple[str, ...]) -> tuple[float, str]:
+    unit = 0
+    value = float(value)
+    while abs(value) >= base and unit < len(units) - 1:
+        value /= base
+        unit += 1
+    return value, units[unit]
+
+
+def _short_number(value: float) -> str:
+    """Three significant figures, so widths stay steady: 1.23, 12.3, 123."""
+    if abs(value) >= 99.95:
+        return f"{value:.0f}"
+    if abs(value) >= 9.995:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def fmt_bytes(value: float | None, *, space: bool = False) -> str:
+    """Binary size: ``512B``, ``1.50K``, ``12.3M``, ``72.1G``; :data:`NA` when unknown."""
+    if _is_missing(value):
+        return NA
+    assert value is not None
+    scaled, unit = _scaled(value, 1024.0, _BINARY_UNITS)
+    number = f"{scaled:.0f}" if unit == "B" else _short_number(scaled)
+    return f"{number}{' ' if space else ''}{unit}"
+
+
+def fmt_bytes_pair(used: float | None, total: float | None) -> str:
+    """``used/total``, sharing the unit when both have the same one: ``72.1/79.6G``,
+    ``301G/1.97T``; ``n/a`` for an unknown part."""
+    if _is_missing(total):
+        return f"{fmt_bytes(used)}/{NA}" if not _is_missing(used) else NA
+    if _is_missing(used):
+        return f"{NA}/{fmt_bytes(total)}"
+    assert used is not None and total is not None
+    used_text, total_text = fmt_bytes(used), fmt_bytes(total)
+    if used_text[-1] == total_text[-1] and used_text[-1] != "B":
+        return f"{used_text[:-1]}/{total_text}"
+    return f"{used_text}/{total_text}"
+
+
+def fmt_rate(value: float | None, *, space: bool = False, suffix: str = "/s") -> str:
+    """Decimal transfer rate: ``0B/s``, ``12.3MB/s``, ``25.1GB/s``; :data:`NA` when unknown."""
+    if _is_missing(value):
+        return NA
+    assert value is not None
+    scaled, unit = _scaled(max(float(value), 0.0), 1000.0, _DECIMAL_UNITS)
+    number = f"{scaled:.0f}" if unit == "B" else _short_number(scaled)
+    return f"{number}{' ' if space else ''}{unit}{suffix}"
+
+
+def fmt_watts(value: float | None) -> str:
+    """``612W``; :data:`NA` when unknown."""
+    if _is_missing(value):
+        return NA
+    assert value is not None
+    return f"{value:.0f}W"
+
+
+def fmt_power_pair(draw: float | None, limit: float | None) -> str:
+    """``612/700W``; ``612W`` without a limit; :data:`NA` without a reading."""
+    if _is_missing(draw):
+        return NA if _is_missing(limit) else f"{NA}/{limit:.0f}W"
+    assert draw is not None
+    if _is_missing(limit):
+        return f"{draw:.0f}W"
+    assert limit is not None
+    return f"{draw:.0f}/{limit:.0f}W"
+
+
+def fmt_temp(value: float | None) -> str:
+    """``67°C``; :data:`NA` when unknown."""
+    if _is_missing(value):
+        return NA
+    assert value is not None
+    return f"{value:.0f}°C"
+
+
+def fmt_mhz(value: float | None, *, unit: bool = True) -> str:
+    """``1980MHz`` (or ``1980`` with ``unit=False``); :data:`NA` when unknown."""
+    if _is_missing(value):
+        return NA
+    assert value is not None
+    return f"{value:.0f}MHz" if unit else f"{value:.0f}"
+
+
+def fmt_pct(value: float | None, *, width: int = 0) -> str:
+    """``97%`` (right-aligned to ``width`` cells including the sign); :data:`NA` when unknown."""
+    if _is_missing(value):
+        text = NA
+    else:
+        assert value is not None
+        text = f"{value:.0f}%"
+    return text.rjust(width) if width else text
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """Compact elapsed time: ``45s``, ``12m03s``, ``3h12m``, ``5d03h``; :data:`NA` when unknown."""
+    if _is_missing(seconds):
+        return NA
+    assert seconds is not None
+    total = max(int(seconds), 0)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def fmt_clock(timestamp: float | None) -> str:
+    """Local wall-clock time of a reading, ``HH:MM:SS``; :data:`NA` when unknown."""
+    if _is_missing(timestamp):
+        return NA
+    assert timestamp is not None
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+def fmt_interval(seconds: float) -> str:
+    """A polling interval: ``250ms``, ``1s``, ``2.5s``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    return f"{seconds:g}s"
+
+
+def fmt_pcie(gen: int | None, width: int | None) -> str:
+    """A PCIe link as ``Gen×width``: ``5×16``; ``?`` for an unknown half; :data:`NA` if both."""
+    if gen is None and width is None:
+        return NA
+    return f"{gen if gen is not None else '?'}×{width if width is not None else '?'}"
+
+
+def fmt_load(load: tuple[float, float, float] | None) -> str:
+    """``12.3 10.1 9.80`` (three significant figures); :data:`NA` when unknown."""
+    if load is None:
+        return NA
+    return " ".join(f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}" for x in load)
+
+
+_VENDOR_WORDS = re.compile(
+    r"\b(NVIDIA|AMD|Advanced Micro Devices,? Inc\.?|GeForce|Instinct|Tesla|Radeon(?= Pro)|ATI)\b",
+    re.IGNORECASE,
+)
+_SIZE_SUFFIX = re.compile(r"[-\s]?(\d+\s?GB|PCIE|SXM\d?|HBM\d?e?|NVL|OAM|\(.*\))$", re.IGNORECASE)
+
+
+def short_gpu_name(name: str) -> str:
+    """A short model name for compact rows: ``H100``, ``A100``, ``RTX 4090``, ``MI300X``."""
+    text = _VENDOR_WORDS.sub("", name).strip(" -")
+    text = " ".join(text.split())
+    previous = None
+    while previous != text:
+        previous = text
+        text = _SIZE_SUFFIX.sub("", text).strip(" -")
+    if "-" in text and " " not in text:
+        text = text.split("-", 1)[0]
+    return text or name
+
+
+def sanitize(text: str) -> str:
+    """One line of printable single-width text (names and commands can hold anything)."""
+    return "".join(ch if ch.isprintable() and ord(ch) < 0x1100 else "?" for ch in text)
+
+
+__all__ = [
+    "NA",
+    "fmt_bytes",
+    "fmt_bytes_pair",
+    "fmt_clock",
+    "fmt_duration",
+    "fmt_interval",
+    "fmt_load",
+    "fmt_mhz",
+    "fmt_pcie",
+    "fmt_pct",
+    "fmt_power_pair",
+    "fmt_rate",
+    "fmt_temp",
+    "fmt_watts",
+    "sanitize",
+    "short_gpu_name",
+]

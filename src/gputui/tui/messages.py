@@ -1,0 +1,51 @@
+"""Messages between the sampler thread, the app and its screens.
+
+The sampler thread only ever calls ``App.post_message`` (thread-safe, never blocks); handlers on the
+event loop own every change to widgets.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from textual.message import Message
+
+from gputui.model import ProcessSample, Snapshot
+
+
+class SnapshotReady(Message):
+    """A new reading. Replaceable: if several queue up while the UI is busy, only the newest is
+    handled (the older ones are already in the sampler's history)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SnapshotReady)
+
+
+class SamplerFailed(Message):
+    """A poll raised; the sampler keeps going and will try again next tick."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SamplerFailed)
+
+
+class SignalSent(Message):
+    """The result of sending a signal to a process (from a worker thread)."""
+
+    def __init__(
+        self, process: ProcessSample, sig: signal.Signals, error: BaseException | None = None
+    ) -> None:
+        super().__init__()
+        self.process = process
+        self.sig = sig
+        self.error = error
+
+
+__all__ = ["SamplerFailed", "SignalSent", "SnapshotReady"]

@@ -1,0 +1,1 @@
+"""Screens: the dashboard, help, process detail and the signal confirmation."""

@@ -1,0 +1,290 @@
+"""The main screen: title bar, one panel per GPU, the host strip and the process table.
+
+Nothing here recomposes on a tick. :meth:`DashboardScreen.apply` hands each snapshot to widgets
+created once (references cached at construction), inside ``App.batch_update()``, and the panels
+repaint only the cells that changed. The layout (compact rows, framed panels or roomy panels, and
+how many columns) is chosen from the terminal size and the GPU count on resize, never per tick.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from gputui.history import History
+from gputui.model import NodeInfo, ProcessSample, Snapshot
+from gputui.tui.widgets.gpu_panel import GpuPanel
+from gputui.tui.widgets.host_strip import HostStrip
+from gputui.tui.widgets.line_widget import MeterPalette
+from gputui.tui.widgets.process_table import ProcessTable
+from gputui.tui.widgets.title_bar import TitleBar
+
+try:  # built on Textual internals (pinned <8.3); without it, panels still work, less frugally
+    from gputui.tui import span_compositor
+except ImportError:  # pragma: no cover
+    span_compositor = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from gputui.tui.app import GpuTuiApp
+
+MIN_WIDTH = 60
+MIN_HEIGHT = 15
+TOO_SMALL_TEXT = f"terminal too small for gputui — make it at least {MIN_WIDTH}×{MIN_HEIGHT}"
+
+PANEL_MIN_WIDTH = 56
+"""Narrowest framed panel; below this, GPUs are shown as compact rows."""
+COMPACT_MIN_WIDTH = 80
+NORMAL_HEIGHT = 6
+ROOMY_MIN_HEIGHT = 12
+ROOMY_MAX_HEIGHT = 22
+FIXED_LINES = 3
+"""Title bar, host strip, footer."""
+NORMAL_MIN_TABLE = 6
+ROOMY_MIN_TABLE = 10
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the GPU panels are laid out for one terminal size."""
+
+    mode: str  # "compact" | "normal" | "roomy" | "too-small"
+    columns: int = 1
+    panel_height: int = 1
+
+
+def choose_layout(width: int, height: int, gpus: int) -> Layout:
+    """Roomy panels when they fit with a useful process table, framed panels when those do,
+    compact rows otherwise; a message when the terminal is too small for anything."""
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        return Layout("too-small")
+    n = max(gpus, 1)
+    cols = max(1, min(n, width // PANEL_MIN_WIDTH))
+    rows = math.ceil(n / cols)
+    if width >= PANEL_MIN_WIDTH:
+        room = height - FIXED_LINES - ROOMY_MIN_TABLE
+        if n <= 2 and room // rows >= ROOMY_MIN_HEIGHT:
+            return Layout("roomy", cols, min(room // rows, ROOMY_MAX_HEIGHT))
+        if rows * NORMAL_HEIGHT + FIXED_LINES + NORMAL_MIN_TABLE <= height:
+            return Layout("normal", cols, NORMAL_HEIGHT)
+    compact_cols = max(1, min(n, width // COMPACT_MIN_WIDTH))
+    return Layout("compact", compact_cols, 1)
+
+
+class DashboardScreen(Screen[None]):
+    """Every GPU at a glance, the host, and the processes using the GPUs."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(
+            Binding(str(i), f"select_gpu({i})", f"GPU {i}", show=False, id=f"gpu.{i}")
+            for i in range(10)
+        ),
+        Binding("a", "select_gpu(None)", "All GPUs", id="gpu.all"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("enter", "details", "Details", id="details"),
+        Binding("k", "signal", "Signal", id="signal"),
+        Binding("escape", "clear_filters", "Clear filters", show=False, id="clear"),
+    ]
+
+    def __init__(self, node: NodeInfo, history: History, *, readonly: bool = False) -> None:
+        super().__init__(id="dashboard")
+        if span_compositor is not None:
+            span_compositor.install(self)
+        self.node = node
+        self.history = history
+        self.readonly = readonly
+        self.gpu_filter: int | None = None
+        self.layout_choice: Layout | None = None
+        self.shown: Snapshot | None = None
+        self._pending: Snapshot | None = None
+        self._shown_processes: tuple[ProcessSample, ...] | None = None
+        # Widgets are created once; references are kept so a tick never queries the DOM.
+        self.title_bar = TitleBar(node, id="title")
+        self.panels: dict[int, GpuPanel] = {
+            info.index: GpuPanel(info, history, id=f"gpu-{info.index}") for info in node.gpus
+        }
+        self.host_strip = HostStrip(id="host")
+        self.process_table = ProcessTable(id="processes")
+        self.filter_input = Input(
+            placeholder="filter processes by PID, user or command (Enter: done, Esc: clear)",
+            id="filter",
+            compact=True,
+        )
+        self.too_small = Static(TOO_SMALL_TEXT, id="too-small", markup=False)
+        self._grid = Container(*self.panels.values(), id="gpus")
+
+    @property
+    def gputui_app(self) -> GpuTuiApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield MeterPalette()
+        yield self.title_bar
+        with Container(id="main"):
+            yield self._grid
+            yield self.host_strip
+            yield self.process_table
+            yield self.filter_input
+        yield self.too_small
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.filter_input.display = False
+        self._relayout(self.app.size.width, self.app.size.height)
+        self.process_table.focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout(event.size.width, event.size.height)
+
+    def _relayout(self, width: int, height: int) -> None:
+        choice = choose_layout(width, height, len(self.panels))
+        if choice == self.layout_choice:
+            return
+        self.layout_choice = choice
+        # One class change (one restyle of the DOM), not one per mode.
+        classes = {c for c in self.classes if not c.startswith("-mode-")}
+        classes.add(f"-mode-{choice.mode}")
+        self.set_classes(classes)
+        if choice.mode != "too-small":
+            rows = math.ceil(max(len(self.panels), 1) / choice.columns)
+            self._grid.styles.grid_size_columns = choice.columns
+            self._grid.styles.grid_rows = str(choice.panel_height)
+            self._grid.styles.height = rows * choice.panel_height
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    def apply(self, snapshot: Snapshot) -> None:
+        """Show a snapshot: widgets change in place, only what changed is repainted."""
+        if self.app.screen is not self:
+            # Covered (help, confirm dialog, process detail): no drawing, catch up on resume.
+            self._pending = snapshot
+            return
+        self._pending = None
+        self.shown = snapshot
+        with self.app.batch_update():
+            self.title_bar.set_state(timestamp=snapshot.timestamp)
+            panels = self.panels
+            for sample in snapshot.gpus:
+                panel = panels.get(sample.index)
+                if panel is not None:
+                    panel.update_sample(sample)
+            self.host_strip.update_host(snapshot.host)
+            # Processes are slow-tier readings, carried (same tuple) between slow reads: the
+            # table is only asked to diff when they were read again.
+            table = self.process_table
+            if snapshot.processes is not self._shown_processes or not table.is_mounted:
+                table.update_processes(snapshot)
+                self._shown_processes = snapshot.processes if table.is_mounted else None
+
+    def on_screen_resume(self) -> None:
+        pending = self._pending
+        if pending is not None and not self.gputui_app.paused:
+            self.apply(pending)
+
+    def show_paused(self, paused: bool) -> None:
+        self.title_bar.set_state(paused=paused)
+
+    def show_interval(self, interval: float) -> None:
+        self.title_bar.set_state(interval=interval)
+
+    # -- GPU selection and filters -----------------------------------------------------------------
+
+    def select_gpu(self, index: int | None) -> None:
+        if index is not None and index not in self.panels:
+            self.app.notify(f"there is no GPU {index}", severity="warning", timeout=3)
+            return
+        self.gpu_filter = index
+        with self.app.batch_update():
+            for i, panel in self.panels.items():
+                panel.set_selected(i == index)
+            self.process_table.gpu_filter = index
+            self.title_bar.set_state(gpu_filter=index)
+
+    def action_select_gpu(self, index: int | None) -> None:
+        self.select_gpu(index)
+
+    @on(GpuPanel.Clicked)
+    def _panel_clicked(self, event: GpuPanel.Clicked) -> None:
+        # Clicking the selected GPU again shows all GPUs.
+        self.select_gpu(None if event.index == self.gpu_filter else event.index)
+
+    def action_filter(self) -> None:
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.process_table.text_filter = event.value
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            self.filter_input.display = False
+        self.process_table.focus()
+
+    def action_clear_filters(self) -> None:
+        if self.filter_input.value or self.filter_input.display:
+            self.filter_input.value = ""
+            self.process_table.text_filter = ""
+            self.filter_input.display = False
+            self.process_table.focus()
+        elif self.gpu_filter is not None:
+            self.select_gpu(None)
+
+    # -- processes ---------------------------------------------------------------------------------
+
+    def action_details(self) -> None:
+        process = self.process_table.selected_process
+        if process is None:
+            self.app.notify("no process selected", timeout=2)
+            return
+        self.open_details(process)
+
+    @on(ProcessTable.Selected)
+    def _process_selected(self, event: ProcessTable.Selected) -> None:
+        event.stop()
+        self.open_details(event.process)
+
+    def open_details(self, process: ProcessSample) -> None:
+        from gputui.tui.screens.process_detail import ProcessDetailScreen
+
+        screen = ProcessDetailScreen(process, self.history)
+        self.app.push_screen(screen)
+        latest = self.gputui_app.latest
+        if latest is not None:
+            screen.update_snapshot(latest)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # In --readonly the signal action is hidden from the footer and disabled.
+        return not (action == "signal" and self.readonly)
+
+    def action_signal(self) -> None:
+        if self.readonly:
+            return
+        process = self.process_table.selected_process
+        if process is None:
+            self.app.notify("no process selected", timeout=2)
+            return
+        from gputui.tui.permissions import can_signal
+
+        allowed, reason = can_signal(process)
+        if not allowed:
+            self.app.notify(reason or "not allowed", title=f"PID {process.pid}", severity="warning")
+            return
+        from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
+
+        def chosen(sig: object) -> None:
+            if sig is not None:
+                self.gputui_app.send_signal(process, sig)  # type: ignore[arg-type]
+
+        self.app.push_screen(ConfirmSignalScreen(process), chosen)
+
+
+__all__ = ["TOO_SMALL_TEXT", "DashboardScreen", "Layout", "choose_layout"]

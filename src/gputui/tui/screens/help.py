@@ -1,0 +1,121 @@
+"""The help screen: every key (as currently bound, so remapped keys show) and what each part of
+the dashboard shows."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+PANELS_HELP: tuple[tuple[str, str], ...] = (
+    (
+        "Title bar",
+        "host name, backend, driver and CUDA/ROCm version, GPU count, the reading interval and the "
+        "time of the last reading; PAUSED while the display is paused.",
+    ),
+    (
+        "GPU panels",
+        "index and name; bars for GPU utilization, memory used/total and power draw/limit, with a "
+        "history plot (newest on the right); temperatures (GPU, hotspot and memory when known), "
+        "fan, SM/memory clocks and P-state; PCIe generation×width (shown as current/max and "
+        "highlighted when trained below max) with RX/TX rates; NVLink (xGMI on AMD) RX/TX when "
+        "known; "
+        "uncorrected ECC errors (volatile/aggregate, highlighted when above 0); active throttle "
+        "reasons in words (trouble ones highlighted and marked '!'); MIG slices. A GPU that "
+        "stopped answering shows 'LOST — fell off the bus'. 'n/a' means the driver does not "
+        "report that value. Small terminals show one compact row per GPU; a single GPU gets "
+        "a roomy view with every field and bigger plots. Click a panel to select its GPU.",
+    ),
+    (
+        "Host strip",
+        "CPU use (with a per-core summary when it fits), RAM used/total, swap, load average and "
+        "uptime.",
+    ),
+    (
+        "Processes",
+        "GPU processes: GPU, PID, user, type (C compute, G graphics), GPU memory, SM %, CPU %, "
+        "host RSS, running time and command. Click a header to sort by it.",
+    ),
+)
+
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "space": "space",
+    "escape": "esc",
+    "enter": "enter",
+}
+
+
+def _key_text(keys: str) -> str:
+    return " ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
+    """``(keys, description)`` for gputui's bindings active on ``screen`` (remapped keys show as
+    remapped), one row per action; widget plumbing such as cursor keys is left out."""
+    rows: dict[str, tuple[list[str], str]] = {}
+    digits: list[str] = []
+    for key, active in screen.active_bindings.items():
+        binding = active.binding
+        if binding.action.startswith("select_gpu(") and key.isdigit():
+            digits.append(key)
+            continue
+        if not (binding.show or (binding.id or "").startswith(("gpu.", "clear"))):
+            continue
+        description = binding.description or binding.action.replace("_", " ")
+        keys, _ = rows.setdefault(binding.action, ([], description))
+        keys.append(_key_text(key))
+    out = []
+    if digits:
+        out.append(
+            (f"{min(digits)}–{max(digits)}", "Show one GPU (panel highlighted, table filtered)")
+        )
+    for _, (keys, description) in rows.items():
+        out.append((" ".join(dict.fromkeys(keys)), description))
+    out.append(("enter", "Process details (on a table row)"))
+    out.append(("ctrl+p", "Command palette: GPU, pause, interval, theme, help, quit"))
+    out.append(("mouse", "Click a GPU panel to select it, a column header to sort"))
+    return out
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and panel descriptions. Esc, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "close", "Close", id="help.close"),
+    ]
+
+    def __init__(self, dashboard: Screen[object]) -> None:
+        super().__init__(id="help")
+        self.dashboard = dashboard
+        self.help_text = Text()
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append("gputui — keys\n\n", style="bold")
+        for keys, description in key_rows(self.dashboard):
+            text.append(f"  {keys:<14}", style="bold")
+            text.append(f"{description}\n")
+        text.append("\nWhat each part shows\n\n", style="bold")
+        for title, body in PANELS_HELP:
+            text.append(f"{title}\n", style="bold")
+            text.append(f"  {body}\n\n")
+        text.append("Esc, q or ? closes this help.", style="italic")
+        self.help_text = text
+        with VerticalScroll(id="help-body"):
+            yield Static(text, id="help-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+__all__ = ["HelpScreen", "key_rows"]

@@ -1,0 +1,734 @@
+"""One GPU: bars, temperatures, clocks, links, ECC, throttle reasons and a history plot.
+
+The panel picks its form from the height the layout gives it (the dashboard's .tcss decides):
+
+* 1–2 lines: compact, ``0 H100 ▕████▏ 97% ▕███▏ 72.1/79.6G 612/700W 67°C`` (+ trouble flags);
+* 3–9 lines: framed panel, bars with one-row sparklines, temperatures, links, ECC, throttle;
+* 10+ lines: roomy, every field with its label, plus multi-row history plots.
+
+Unknown values show ``n/a`` (or are left out of the compact forms); a lost GPU shows a calm
+"LOST — fell off the bus" instead of numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from textual import events
+from textual.message import Message
+
+from gputui.history import History
+from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
+from gputui.tui.format import (
+    NA,
+    fmt_bytes_pair,
+    fmt_clock,
+    fmt_mhz,
+    fmt_pcie,
+    fmt_pct,
+    fmt_power_pair,
+    fmt_rate,
+    fmt_temp,
+    sanitize,
+    short_gpu_name,
+)
+from gputui.tui.widgets.bars import bar, fraction
+from gputui.tui.widgets.history_plot import plot_block, sparkline
+from gputui.tui.widgets.line_widget import (
+    BAD,
+    BAR_MEM,
+    BAR_POWER,
+    BAR_UTIL,
+    DIM,
+    FRAME,
+    FRAME_SELECTED,
+    LABEL,
+    LOST,
+    OK,
+    PLOT_MEM,
+    PLOT_UTIL,
+    SELECTED,
+    TITLE,
+    VALUE,
+    WARN,
+    Line,
+    LineBuilder,
+    LineWidget,
+    Piece,
+    fit,
+    line_width,
+)
+
+ROOMY_MIN_HEIGHT = 10
+COMPACT_FIXED = 5 + 1 + 12 + 10 + 6
+"""Compact row cells besides name and bars: utilization, memory, power, temperature."""
+COMPACT_TAIL = 14
+"""Compact row cells kept for trouble flags or the sparkline."""
+COMPACT_THROTTLE = {
+    "hw_slowdown": "HW slowdown",
+    "hw_thermal": "HW thermal",
+    "hw_power_brake": "power brake",
+    "sw_thermal": "SW thermal",
+}
+LOST_TEXT = "LOST — fell off the bus"
+WAITING_TEXT = "waiting for first reading…"
+
+
+# -- levels: colour by meaning --------------------------------------------------------------------
+
+
+def temperature_class(value: float | None, slowdown: float | None) -> str:
+    """``bad`` at the slowdown threshold, ``warn`` within 10 °C of it (83/90 °C when unknown)."""
+    if value is None or math.isnan(value):
+        return DIM
+    if slowdown:
+        if value >= slowdown - 2:
+            return BAD
+        if value >= slowdown - 10:
+            return WARN
+        return VALUE
+    if value >= 90:
+        return BAD
+    if value >= 83:
+        return WARN
+    return VALUE
+
+
+def memory_class(frac: float | None) -> str:
+    if frac is None:
+        return BAR_MEM
+    if frac >= 0.98:
+        return BAD
+    if frac >= 0.90:
+        return WARN
+    return BAR_MEM
+
+
+def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
+    """Current link, and the maximum when trained below it (highlighted unless the GPU is idle:
+    idle GPUs lower their link generation to save power, which is normal)."""
+    current = fmt_pcie(sample.pcie_gen, sample.pcie_width)
+    if current == NA:
+        return [(NA, DIM)]
+    max_gen, max_width = info.pcie_max_gen, info.pcie_max_width
+    gen_low = max_gen is not None and sample.pcie_gen is not None and sample.pcie_gen < max_gen
+    width_low = (
+        max_width is not None and sample.pcie_width is not None and sample.pcie_width < max_width
+    )
+    if not (gen_low or width_low):
+        return [(current, VALUE)]
+    idle = bool(sample.throttle_reasons and "gpu_idle" in sample.throttle_reasons)
+    cls = WARN if width_low or not idle else DIM
+    return [(current, cls), (f"/{fmt_pcie(max_gen, max_width)}", LABEL if cls == DIM else cls)]
+
+
+def ecc_pieces(sample: GpuSample, info: GpuInfo, *, long: bool = False) -> list[Piece]:
+    """ECC state: ``ECC ok``, ``ECC off``, ``ECC n/a`` or the uncorrected counts, highlighted."""
+    vol, agg = sample.ecc_volatile_uncorrected, sample.ecc_aggregate_uncorrected
+    pieces: list[Piece] = [("ECC ", LABEL)]
+    if info.ecc_enabled is False:
+        return [*pieces, ("off", DIM)]
+    if vol is None and agg is None:
+        return [*pieces, (NA, DIM)]
+    bad = (vol or 0) > 0 or (agg or 0) > 0
+    if long:
+        text = f"uncorrected {_count(vol)}/{_count(agg)}"
+        pieces.append((text + ("!" if bad else ""), BAD if bad else OK))
+        cv, ca = sample.ecc_volatile_corrected, sample.ecc_aggregate_corrected
+        if cv is not None or ca is not None:
+            pieces.append((f"  corrected {_count(cv)}/{_count(ca)}", LABEL))
+        pieces.append(("  (volatile/aggregate)", DIM))
+    elif bad:
+        pieces.append((f"{_count(vol)}/{_count(agg)}!", BAD))
+    else:
+        pieces.append(("ok", OK))
+    if sample.remapped_rows_failure:
+        pieces.append((" row remap failed!", BAD))
+    elif sample.remapped_rows_pending or sample.retired_pages_pending:
+        pieces.append((" reset pending!", BAD))
+    return pieces
+
+
+def _count(value: int | None) -> str:
+    return NA if value is None else str(value)
+
+
+def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> list[Piece]:
+    """Active throttle reasons in words, trouble first and highlighted (with a ``!`` so the
+    highlight survives NO_COLOR)."""
+    if reasons is None:
+        return [(NA, DIM)] if long else []
+    if not reasons:
+        return [("none", DIM)] if long else []
+    ordered = sorted(reasons, key=lambda r: (r not in THROTTLE_TROUBLE, r))
+    pieces: list[Piece] = []
+    for i, reason in enumerate(ordered):
+        if i:
+            pieces.append((", ", LABEL))
+        words = THROTTLE_REASONS.get(reason, reason.replace("_", " "))
+        if reason in THROTTLE_TROUBLE:
+            pieces.append((words + "!", BAD))
+        else:
+            pieces.append((words, DIM if reason == "gpu_idle" else VALUE))
+    return pieces
+
+
+def mig_summary(devices: Sequence[MigDeviceInfo]) -> str:
+    """``MIG 2×3g.40gb 1×1g.10gb``."""
+    counts: dict[str, int] = {}
+    for dev in devices:
+        counts[dev.name or "slice"] = counts.get(dev.name or "slice", 0) + 1
+    return "MIG " + " ".join(f"{n}×{name}" for name, n in counts.items())
+
+
+def _flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
+    """As many whole items as fit in ``width``, separated by ``sep``."""
+    b = LineBuilder()
+    for item in items:
+        w = sum(len(t) for t, _ in item)
+        if not w:
+            continue
+        extra = len(sep) if b.width else 0
+        if b.width + extra + w > width:
+            continue
+        if extra:
+            b.add(sep)
+        b.extend(item)
+    return b.pieces
+
+
+class GpuPanel(LineWidget):
+    """Everything about one GPU, drawn with the Line API and repainted cell span by span."""
+
+    class Clicked(Message):
+        """The user clicked this GPU's panel."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(
+        self,
+        info: GpuInfo,
+        history: History | None = None,
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.info = info
+        self.history = history
+        self.sample: GpuSample | None = None
+        self.selected = False
+        self.last_seen: float | None = None
+
+    # -- data in -----------------------------------------------------------------------------------
+
+    def update_sample(self, sample: GpuSample | None) -> None:
+        self.sample = sample
+        if sample is not None and not sample.lost:
+            self.last_seen = sample.timestamp
+        elif sample is not None and self.last_seen is None:
+            self.last_seen = self._last_reading_in_history()
+        self.rebuild()
+
+    def _last_reading_in_history(self) -> float | None:
+        """When the GPU was last read, from history (the panel may start after it was lost)."""
+        if self.history is None:
+            return None
+        stamps = self.history.timestamps()
+        values = self.history.gpu_series(self.info.index, "utilization_gpu_pct")
+        for stamp, value in zip(reversed(stamps), reversed(values), strict=False):
+            if not math.isnan(value):
+                return stamp
+        return None
+
+    def set_selected(self, selected: bool) -> None:
+        if selected != self.selected:
+            self.selected = selected
+            self.rebuild()
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.post_message(self.Clicked(self.info.index))
+
+    @property
+    def _clock_label(self) -> str:
+        return "GFX" if self.info.vendor == "amd" else "SM"
+
+    def _link_label(self, *, short: bool) -> str:
+        """The GPU-to-GPU link: NVLink on NVIDIA, xGMI (Infinity Fabric) on AMD."""
+        if self.info.vendor == "amd":
+            return "xGMI"
+        return "NVL" if short else "NVLink"
+
+    # -- drawing -----------------------------------------------------------------------------------
+
+    def _series(self, metric: str, width: int) -> list[float]:
+        if self.history is None or width <= 0:
+            return []
+        return self.history.gpu_series(self.info.index, metric, last=width)
+
+    def build_lines(self, width: int, height: int) -> list[Line]:
+        if height <= 2 or width < 30:
+            return self._compact(width, height)
+        if height < ROOMY_MIN_HEIGHT:
+            return self._framed(width, height, self._normal_content(width - 4, height - 2))
+        return self._framed(width, height, self._roomy_content(width - 4, height - 2))
+
+    # compact --------------------------------------------------------------------------------------
+
+    def _compact(self, width: int, height: int) -> list[Line]:
+        info, s = self.info, self.sample
+        b = LineBuilder()
+        b.add(f"{info.index}", SELECTED if self.selected else TITLE)
+        b.add(" ")
+        b.add(sanitize(short_gpu_name(info.name))[:8].ljust(8), VALUE)
+        if s is None:
+            return [b.add(WAITING_TEXT, DIM).line(width)]
+        if s.lost:
+            return [b.add(LOST_TEXT, LOST).line(width)]
+        util = s.utilization_gpu_pct
+        total = s.memory_total_bytes or self.info.memory_total_bytes
+        mem_frac = fraction(s.memory_used_bytes, total)
+        util_text: Piece = (fmt_pct(util, width=5), VALUE if util is not None else DIM)
+        mem_text: Piece = (
+            f" {fmt_bytes_pair(s.memory_used_bytes, total)}".ljust(12),
+            VALUE if s.memory_used_bytes is not None else DIM,
+        )
+        # Bar widths depend on the width only, so every GPU's row lines up; trouble flags go in
+        # the tail (instead of the sparkline) and push out temperature, then power, if needed.
+        room = width - b.width - COMPACT_FIXED - COMPACT_TAIL
+        util_bar_w = min(20, room // 2 + 1) if room >= 16 else 0
+        mem_bar_w = min(18, room - util_bar_w) if util_bar_w else 0
+        if util_bar_w:
+            b.extend(bar(None if util is None else util / 100, util_bar_w, BAR_UTIL))
+        b.add(*util_text).add(" ")
+        if mem_bar_w:
+            b.extend(bar(mem_frac, mem_bar_w, memory_class(mem_frac)))
+        b.add(*mem_text)
+        optional: list[list[Piece]] = []
+        if s.power_w is not None:
+            optional.append([(fmt_power_pair(s.power_w, s.power_limit_w).rjust(9), VALUE)])
+        else:
+            optional.append([(" " * 9, "")])
+        if s.temperature_gpu_c is not None:
+            cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
+            optional.append([(fmt_temp(s.temperature_gpu_c).rjust(5), cls)])
+        flags = self._compact_flags(s)
+        flags_w = sum(line_width(f) + 1 for f in flags)
+        while optional and b.width + sum(line_width(o) + 1 for o in optional) + flags_w > width:
+            optional.pop(0)  # power goes first: with trouble flags, temperature matters more
+        for item in [*optional, *flags]:
+            b.add(" ").extend(item)
+        spark_w = width - b.width - 2
+        if not flags and spark_w >= 6 and self.history is not None:
+            b.add("  ")
+            b.add(sparkline(self._series("utilization_gpu_pct", spark_w), spark_w), PLOT_UTIL)
+        lines = [b.line(width)]
+        if height >= 2:
+            lines.append(self._compact_detail(s, width))
+        return lines
+
+    def _compact_flags(self, s: GpuSample) -> list[list[Piece]]:
+        """Trouble worth a word even in the compact row (short words, each marked '!')."""
+        flags: list[list[Piece]] = []
+        vol, agg = s.ecc_volatile_uncorrected, s.ecc_aggregate_uncorrected
+        if (vol or 0) > 0 or (agg or 0) > 0:
+            flags.append(
+                [(f"ECC {vol if vol is not None else NA}/{agg if agg is not None else NA}!", BAD)]
+            )
+        if s.remapped_rows_failure or s.remapped_rows_pending or s.retired_pages_pending:
+            flags.append([("remap!", BAD)])
+        for reason in sorted(r for r in (s.throttle_reasons or ()) if r in THROTTLE_TROUBLE):
+            flags.append([(COMPACT_THROTTLE.get(reason, reason) + "!", BAD)])
+        pcie = pcie_pieces(s, self.info)
+        if any(cls == WARN for _, cls in pcie):
+            flags.append([("PCIe ", LABEL), *pcie])
+        return flags
+
+    def _compact_detail(self, s: GpuSample, width: int) -> Line:
+        items: list[list[Piece]] = [
+            [(f"{self._clock_label} ", LABEL), (fmt_mhz(s.clock_sm_mhz), VALUE)],
+            [("P", LABEL), (str(s.pstate) if s.pstate is not None else NA, VALUE)],
+            [("PCIe ", LABEL), *pcie_pieces(s, self.info)],
+            ecc_pieces(s, self.info),
+            throttle_pieces(s.throttle_reasons),
+        ]
+        return LineBuilder().add("  ").extend(_flow(items, width - 2)).line(width)
+
+    # framed ---------------------------------------------------------------------------------------
+
+    def _framed(self, width: int, height: int, content: list[Line]) -> list[Line]:
+        frame = FRAME_SELECTED if self.selected else FRAME
+        cw = width - 4
+        lines = [self._top(width, frame)]
+        for i in range(height - 2):
+            row = content[i] if i < len(content) else []
+            lines.append([("│ ", frame), *fit(row, cw), (" │", frame)])
+        lines.append(self._bottom(width, frame))
+        return lines
+
+    def _top(self, width: int, frame: str) -> Line:
+        info, s = self.info, self.sample
+        right: list[Piece] = []
+        if s is not None and s.lost:
+            right = [("LOST", LOST)]
+        elif s is not None:
+            if s.clock_sm_mhz is not None or s.clock_memory_mhz is not None:
+                right = [
+                    (f"{self._clock_label} ", LABEL),
+                    (fmt_mhz(s.clock_sm_mhz, unit=False), VALUE),
+                    (" MEM ", LABEL),
+                    (fmt_mhz(s.clock_memory_mhz, unit=False), VALUE),
+                    ("MHz", LABEL),
+                ]
+            if s.pstate is not None:
+                right += [(" " if right else "", ""), (f"P{s.pstate}", VALUE)]
+        right_w = line_width(right)
+        name = sanitize(info.name)
+        room = width - 4 - len(f" {info.index} ") - 1 - (right_w + 2 if right_w else 0)
+        if len(name) > room:
+            name = sanitize(short_gpu_name(info.name))[: max(room, 0)]
+        b = LineBuilder().add("╭─", frame)
+        b.add(f" {info.index} ", SELECTED if self.selected else TITLE)
+        b.add(name, TITLE).add(" ")
+        fill = width - b.width - (right_w + 2 if right_w else 0) - 2
+        b.add("─" * max(fill, 0), frame)
+        if right_w:
+            b.add(" ").extend(right).add(" ")
+        b.add("─╮", frame)
+        return fit(b.pieces, width)
+
+    def _bottom(self, width: int, frame: str) -> Line:
+        s = self.sample
+        items: list[list[Piece]] = []
+        if s is not None and not s.lost:
+            items.append(ecc_pieces(s, self.info))
+            throttle = throttle_pieces(s.throttle_reasons)
+            if throttle:
+                items.append(throttle)
+        if self.info.mig_enabled and self.info.mig_devices:
+            items.append([(mig_summary(self.info.mig_devices), VALUE)])
+        inner = _flow(items, width - 6, " · ")
+        b = LineBuilder().add("╰─", frame)
+        if inner:
+            b.add(" ").extend(inner).add(" ")
+        b.add("─" * max(width - b.width - 1, 0), frame).add("╯", frame)
+        return fit(b.pieces, width)
+
+    def _status_content(self) -> list[Line] | None:
+        s = self.sample
+        if s is None:
+            return [[(WAITING_TEXT, DIM)]]
+        if s.lost:
+            lines: list[Line] = [[(LOST_TEXT, LOST)]]
+            if s.error:
+                lines.append([(sanitize(s.error), DIM)])
+            if self.last_seen is not None:
+                lines.append([("last reading ", LABEL), (fmt_clock(self.last_seen), VALUE)])
+            return lines
+        return None
+
+    def _normal_content(self, cw: int, rows: int) -> list[Line]:
+        status = self._status_content()
+        if status is not None:
+            return status
+        s, info = self.sample, self.info
+        assert s is not None
+        vw = 11
+        rest = cw - 4 - vw - 1
+        right_w = max(22, rest - 30)
+        bar_w = rest - right_w
+        if bar_w < 8:
+            bar_w, right_w = max(rest - 10, 0), min(rest, 10)
+
+        def metric(
+            label: str, frac: float | None, cls: str, value: str, known: bool
+        ) -> LineBuilder:
+            b = LineBuilder().add(label.ljust(4), LABEL)
+            if bar_w >= 3:
+                b.extend(bar(frac, bar_w, cls))
+            b.add(f" {value}".ljust(vw), VALUE if known else DIM).add(" ")
+            return b
+
+        util = s.utilization_gpu_pct
+        l1 = metric(
+            "GPU", None if util is None else util / 100, BAR_UTIL, fmt_pct(util), util is not None
+        )
+        l1.add(sparkline(self._series("utilization_gpu_pct", right_w), right_w), PLOT_UTIL)
+        total = s.memory_total_bytes or info.memory_total_bytes
+        mem_frac = fraction(s.memory_used_bytes, total)
+        l2 = metric(
+            "MEM",
+            mem_frac,
+            memory_class(mem_frac),
+            fmt_bytes_pair(s.memory_used_bytes, total),
+            s.memory_used_bytes is not None,
+        )
+        l2.add(sparkline(self._series("memory_used_pct", right_w), right_w), PLOT_MEM)
+        limit = s.power_limit_w or info.power_default_limit_w
+        l3 = metric(
+            "PWR",
+            fraction(s.power_w, limit),
+            BAR_POWER,
+            fmt_power_pair(s.power_w, limit),
+            s.power_w is not None,
+        )
+        l3.extend(_flow(self._temperature_items(s, short=True), right_w, " "))
+        l4 = _flow(self._link_items(s), cw)
+        lines = [l1.pieces, l2.pieces, l3.pieces, l4]
+        if rows > 4:
+            lines.append(_flow(self._extra_items(s), cw))
+        return lines
+
+    def _temperature_items(self, s: GpuSample, *, short: bool) -> list[list[Piece]]:
+        slowdown = self.info.temperature_slowdown_c
+        items: list[list[Piece]] = [
+            [(fmt_temp(s.temperature_gpu_c), temperature_class(s.temperature_gpu_c, slowdown))]
+        ]
+        if s.temperature_hotspot_c is not None:
+            cls = temperature_class(s.temperature_hotspot_c, slowdown and slowdown + 15)
+            text = fmt_temp(s.temperature_hotspot_c)
+            items.append([("hot " if short else "hotspot ", LABEL), (text, cls)])
+        if s.temperature_memory_c is not None:
+            cls = temperature_class(s.temperature_memory_c, 95.0)
+            text = fmt_temp(s.temperature_memory_c)
+            items.append([("mem " if short else "memory ", LABEL), (text, cls)])
+        if s.fan_pct is not None:
+            items.append([("fan ", LABEL), (fmt_pct(s.fan_pct), VALUE)])
+        return items
+
+    def _link_items(self, s: GpuSample) -> list[list[Piece]]:
+        items: list[list[Piece]] = []
+        pcie: list[Piece] = [("PCIe ", LABEL), *pcie_pieces(s, self.info)]
+        if s.pcie_rx_bytes_per_s is not None or s.pcie_tx_bytes_per_s is not None:
+            pcie += [
+                (" ↓", LABEL),
+                (fmt_rate(s.pcie_rx_bytes_per_s), VALUE),
+                (" ↑", LABEL),
+                (fmt_rate(s.pcie_tx_bytes_per_s), VALUE),
+            ]
+        items.append(pcie)
+        if s.nvlink_rx_bytes_per_s is not None or s.nvlink_tx_bytes_per_s is not None:
+            items.append(
+                [
+                    (f"{self._link_label(short=True)} ↓", LABEL),
+                    (fmt_rate(s.nvlink_rx_bytes_per_s), VALUE),
+                    (" ↑", LABEL),
+                    (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
+                ]
+            )
+        return items
+
+    def _extra_items(self, s: GpuSample) -> list[list[Piece]]:
+        items: list[list[Piece]] = []
+        if s.encoder_pct is not None or s.decoder_pct is not None:
+            items.append(
+                [
+                    ("enc ", LABEL),
+                    (fmt_pct(s.encoder_pct), VALUE),
+                    (" dec ", LABEL),
+                    (fmt_pct(s.decoder_pct), VALUE),
+                ]
+            )
+        return items
+
+    # roomy ----------------------------------------------------------------------------------------
+
+    def _roomy_content(self, cw: int, rows: int) -> list[Line]:
+        status = self._status_content()
+        if status is not None:
+            return status
+        s, info = self.sample, self.info
+        assert s is not None
+        two_cols = cw >= 100
+        colw = (cw - 3) // 2 if two_cols else cw
+        lw = 10
+        vw = 24
+        bar_w = max(min(colw - lw - vw, 50), 0)
+
+        def labelled(label: str, pieces: Sequence[Piece]) -> Line:
+            return LineBuilder().add(label.ljust(lw), LABEL).extend(pieces).line(colw)
+
+        def metric(label: str, frac: float | None, cls: str, value: str, known: bool) -> Line:
+            pieces: list[Piece] = []
+            if bar_w >= 5:
+                pieces += bar(frac, bar_w, cls)
+            pieces.append((f" {value}", VALUE if known else DIM))
+            return labelled(label, pieces)
+
+        util = s.utilization_gpu_pct
+        total = s.memory_total_bytes or info.memory_total_bytes
+        mem_frac = fraction(s.memory_used_bytes, total)
+        mem_text = fmt_bytes_pair(s.memory_used_bytes, total)
+        if mem_frac is not None:
+            mem_text += f" ({mem_frac * 100:.0f}%)"
+        limit = s.power_limit_w or info.power_default_limit_w
+        clocks: list[Piece] = [
+            (f"{self._clock_label} ", LABEL),
+            (fmt_mhz(s.clock_sm_mhz, unit=False), VALUE),
+            (f"/{fmt_mhz(info.sm_clock_max_mhz)}", LABEL),
+            ("  mem ", LABEL),
+            (fmt_mhz(s.clock_memory_mhz, unit=False), VALUE),
+            (f"/{fmt_mhz(info.memory_clock_max_mhz)}", LABEL),
+            ("  P", LABEL),
+            (str(s.pstate) if s.pstate is not None else NA, VALUE),
+        ]
+        pcie: list[Piece] = [*pcie_pieces(s, self.info)]
+        if info.pcie_max_gen is not None or info.pcie_max_width is not None:
+            pcie.append((f" (max {fmt_pcie(info.pcie_max_gen, info.pcie_max_width)})", LABEL))
+        pcie += [
+            ("  ↓", LABEL),
+            (fmt_rate(s.pcie_rx_bytes_per_s), VALUE),
+            (" ↑", LABEL),
+            (fmt_rate(s.pcie_tx_bytes_per_s), VALUE),
+        ]
+        nvlink: list[Piece]
+        if s.nvlink_rx_bytes_per_s is None and s.nvlink_tx_bytes_per_s is None:
+            nvlink = [(NA, DIM)]
+        else:
+            nvlink = [
+                ("↓", LABEL),
+                (fmt_rate(s.nvlink_rx_bytes_per_s), VALUE),
+                (" ↑", LABEL),
+                (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
+            ]
+        temps = _flow(self._temperature_items(s, short=False), colw - lw)
+        if info.temperature_slowdown_c is not None:
+            extra = f"  slowdown {fmt_temp(info.temperature_slowdown_c)}"
+            if line_width(temps) + len(extra) <= colw - lw:
+                temps = [*temps, (extra, LABEL)]
+        ecc = ecc_pieces(s, info, long=True)[1:]
+        metrics: list[Line] = [
+            metric(
+                "GPU util",
+                None if util is None else util / 100,
+                BAR_UTIL,
+                fmt_pct(util),
+                util is not None,
+            ),
+            metric(
+                "Memory",
+                mem_frac,
+                memory_class(mem_frac),
+                mem_text,
+                s.memory_used_bytes is not None,
+            ),
+            metric(
+                "Power",
+                fraction(s.power_w, limit),
+                BAR_POWER,
+                fmt_power_pair(s.power_w, limit),
+                s.power_w is not None,
+            ),
+            labelled("Temp", temps),
+            labelled("Clocks", clocks),
+            labelled("PCIe", pcie),
+            labelled(self._link_label(short=False), nvlink),
+            labelled("ECC", ecc),
+            labelled("Throttle", throttle_pieces(s.throttle_reasons, long=True)),
+        ]
+        extra = self._extra_items(s)
+        if extra:
+            metrics.append(labelled("Video", extra[0]))
+        if two_cols:
+            paired: list[Line] = []
+            for i in range(0, len(metrics), 2):
+                left = fit(metrics[i], colw)
+                right = metrics[i + 1] if i + 1 < len(metrics) else []
+                paired.append([*left, ("   ", ""), *right])
+            metrics = paired
+        lines: list[Line] = [self._board_line(cw), *metrics]
+        lines.extend(self._mig_lines(s, cw))
+        plot_rows = rows - len(lines) - 1
+        if plot_rows >= 3:
+            lines.append([])
+            lines.extend(self._plots(cw, plot_rows))
+        return lines
+
+    def _board_line(self, cw: int) -> Line:
+        """Static facts: PCI bus, architecture, compute capability, SMs, VBIOS, persistence."""
+        info = self.info
+        items: list[list[Piece]] = []
+        if info.pci_bus_id:
+            items.append([("PCI ", LABEL), (sanitize(info.pci_bus_id), VALUE)])
+        if info.architecture:
+            items.append([(sanitize(info.architecture), VALUE)])
+        if info.compute_capability:
+            label = "gfx " if info.vendor == "amd" else "CC "
+            items.append([(label, LABEL), (sanitize(info.compute_capability), VALUE)])
+        if info.sm_count:
+            unit = " CUs" if info.vendor == "amd" else " SMs"
+            items.append([(str(info.sm_count), VALUE), (unit, LABEL)])
+        if info.vbios_version:
+            items.append([("VBIOS ", LABEL), (sanitize(info.vbios_version), VALUE)])
+        if info.persistence_mode is not None:
+            items.append(
+                [("persistence ", LABEL), ("on" if info.persistence_mode else "off", VALUE)]
+            )
+        return (
+            LineBuilder()
+            .add("Board".ljust(10), LABEL)
+            .extend(_flow(items, cw - 10, " · "))
+            .line(cw)
+        )
+
+    def _mig_lines(self, s: GpuSample, cw: int) -> list[Line]:
+        if not (self.info.mig_enabled and self.info.mig_devices):
+            return []
+        by_uuid = {m.uuid: m for m in s.mig_devices}
+        lines: list[Line] = []
+        for dev in self.info.mig_devices:
+            reading = by_uuid.get(dev.uuid)
+            used = reading.memory_used_bytes if reading else None
+            total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
+            b = LineBuilder().add("MIG".ljust(10), LABEL)
+            b.add(sanitize(dev.name or "slice").ljust(12), VALUE)
+            b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
+            b.add("  mem ", LABEL).add(
+                fmt_bytes_pair(used, total), VALUE if used is not None else DIM
+            )
+            if dev.sm_count is not None:
+                b.add(f"  {dev.sm_count} SMs", LABEL)
+            lines.append(b.line(cw))
+        return lines
+
+    def _plots(self, cw: int, rows: int) -> list[Line]:
+        limit = (
+            self.sample.power_limit_w if self.sample else None
+        ) or self.info.power_default_limit_w
+        specs: list[tuple[str, str, str, float, tuple[str, str]]] = [
+            ("GPU utilization %", "utilization_gpu_pct", PLOT_UTIL, 100.0, ("100", "0")),
+            ("Memory used %", "memory_used_pct", PLOT_MEM, 100.0, ("100", "0")),
+        ]
+        if limit and cw >= 120:
+            specs.append(("Power W", "power_w", BAR_POWER, float(limit), (f"{limit:.0f}", "0")))
+        side_by_side = cw >= 60
+        if side_by_side:
+            n = len(specs)
+            pw = (cw - 2 * (n - 1)) // n
+            blocks = [
+                plot_block(title, self._series(metric, pw), pw, rows, cls, hi=hi, axis=axis)
+                for title, metric, cls, hi, axis in specs
+            ]
+            lines: list[Line] = []
+            for r in range(rows):
+                row: Line = []
+                for i, block in enumerate(blocks):
+                    if i:
+                        row.append(("  ", ""))
+                    row.extend(fit(block[r], pw) if r < len(block) else [(" " * pw, "")])
+                lines.append(row)
+            return lines
+        each = rows // 2
+        lines = []
+        for title, metric, cls, hi, axis in specs[:2]:
+            lines.extend(
+                plot_block(title, self._series(metric, cw), cw, each, cls, hi=hi, axis=axis)
+            )
+        return lines
+
+
+__all__ = ["LOST_TEXT", "WAITING_TEXT", "GpuPanel"]

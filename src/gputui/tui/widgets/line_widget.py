@@ -1,0 +1,367 @@
+"""A Line-API widget that repaints only the cells that changed.
+
+Textual re-sends the whole region of a widget that refreshes. A :class:`LineWidget` instead keeps
+the lines it drew last time, compares each new line cell by cell, and refreshes only the changed
+spans (``refresh(Region(x, y, width, 1))``). Paired with
+:class:`gputui.tui.span_compositor.SpanCompositor`, which crops those spans on the left as
+well as the right, a GPU panel whose utilization went from 97% to 96% sends a few cells, not the
+panel.
+
+Subclasses describe their content as plain data, independent of colours: a line is a list of
+``(text, component_class)`` pieces (see :class:`LineBuilder`). Colours come from the widget's
+component classes, so the app's ``.tcss`` (and the theme variables it uses) decides what ``ok``,
+``warn`` and ``bad`` look like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.css.query import NoMatches
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from textual.css.styles import RenderStyles
+
+Piece = tuple[str, str]
+"""``(text, component class)``; the class may be ``""`` for the widget's own style."""
+Line = list[Piece]
+
+# Component classes shared by every LineWidget; the .tcss maps them onto theme colours.
+LABEL = "meter--label"
+VALUE = "meter--value"
+DIM = "meter--dim"
+OK = "meter--ok"
+WARN = "meter--warn"
+BAD = "meter--bad"
+ACCENT = "meter--accent"
+TITLE = "meter--title"
+FRAME = "meter--frame"
+FRAME_SELECTED = "meter--frame-selected"
+SELECTED = "meter--selected"
+LOST = "meter--lost"
+BAR_UTIL = "meter--bar-util"
+BAR_MEM = "meter--bar-mem"
+BAR_POWER = "meter--bar-power"
+BAR_CPU = "meter--bar-cpu"
+PLOT_UTIL = "meter--plot-util"
+PLOT_MEM = "meter--plot-mem"
+PLOT_CPU = "meter--plot-cpu"
+PAUSED = "meter--paused"
+
+COMPONENT_CLASSES: frozenset[str] = frozenset(
+    {
+        LABEL,
+        VALUE,
+        DIM,
+        OK,
+        WARN,
+        BAD,
+        ACCENT,
+        TITLE,
+        FRAME,
+        FRAME_SELECTED,
+        SELECTED,
+        LOST,
+        BAR_UTIL,
+        BAR_MEM,
+        BAR_POWER,
+        BAR_CPU,
+        PLOT_UTIL,
+        PLOT_MEM,
+        PLOT_CPU,
+        PAUSED,
+    }
+)
+
+# One character per component class, so a line's styles compare as a string.
+_CODES: dict[str, str] = {name: chr(0x41 + i) for i, name in enumerate(sorted(COMPONENT_CLASSES))}
+_CODES[""] = " "
+
+MERGE_GAP = 4
+"""Changed runs closer than this many cells are sent as one span (a cursor move and a new style
+cost about as much as a few unchanged cells)."""
+
+
+def line_width(line: Line) -> int:
+    return sum(len(text) for text, _ in line)
+
+
+def fit(line: Line, width: int) -> Line:
+    """Crop or pad a line to exactly ``width`` cells."""
+    out: Line = []
+    used = 0
+    for text, cls in line:
+        if used >= width:
+            break
+        if used + len(text) > width:
+            text = text[: width - used]
+        if text:
+            out.append((text, cls))
+            used += len(text)
+    if used < width:
+        out.append((" " * (width - used), ""))
+    return out
+
+
+class LineBuilder:
+    """Builds one line from pieces, keeping track of its width."""
+
+    __slots__ = ("pieces", "width")
+
+    def __init__(self) -> None:
+        self.pieces: Line = []
+        self.width = 0
+
+    def add(self, text: str, cls: str = "") -> LineBuilder:
+        if text:
+            self.pieces.append((text, cls))
+            self.width += len(text)
+        return self
+
+    def extend(self, pieces: Iterable[Piece]) -> LineBuilder:
+        for text, cls in pieces:
+            self.add(text, cls)
+        return self
+
+    def pad(self, width: int, cls: str = "") -> LineBuilder:
+        if self.width < width:
+            self.add(" " * (width - self.width), cls)
+        return self
+
+    def line(self, width: int | None = None) -> Line:
+        return self.pieces if width is None else fit(self.pieces, width)
+
+
+def changed_spans(
+    old_text: str, old_codes: str, new_text: str, new_codes: str, gap: int = MERGE_GAP
+) -> list[tuple[int, int]]:
+    """``[(start, end), ...]`` cell ranges where two lines differ, runs closer than ``gap``
+    merged."""
+    spans: list[tuple[int, int]] = []
+    length = max(len(old_text), len(new_text))
+    start = -1
+    last = -1
+    for x in range(length):
+        if (
+            x < len(old_text)
+            and x < len(new_text)
+            and old_text[x] == new_text[x]
+            and old_codes[x] == new_codes[x]
+        ):
+            continue
+        if start >= 0 and x - last > gap:
+            spans.append((start, last + 1))
+            start = x
+        elif start < 0:
+            start = x
+        last = x
+    if start >= 0:
+        spans.append((start, last + 1))
+    return spans
+
+
+class MeterPalette(Widget):
+    """Holds the ``meter--*`` component classes once for every LineWidget on its screen.
+
+    Textual re-applies CSS to each component class of each widget whenever the DOM is restyled
+    (mount, class changes, theme changes); 20 classes on 10 widgets cost ~70 ms of start-up.
+    One hidden palette per screen costs a tenth of that. Style it in the .tcss as
+    ``MeterPalette > .meter--ok { color: $text-success; }``.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(COMPONENT_CLASSES)
+    DEFAULT_CSS = """
+    MeterPalette {
+        display: none;
+    }
+    """
+
+
+class LineWidget(Widget):
+    """Base class: subclasses implement :meth:`build_lines` and call :meth:`rebuild` when their
+    data changes. Colours come from the screen's :class:`MeterPalette` (none without one)."""
+
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        # Set before Widget.__init__, which may already call notify_style_update().
+        self._style_cache: dict[str, Style] = {}
+        self._palette: Widget | None = None
+        self._strips: list[Strip | None] = []
+        super().__init__(name=name, id=id, classes=classes)
+        self._texts: list[str] = []
+        self._codes: list[str] = []
+        self._pieces: list[Line] = []
+        self._built_size: tuple[int, int] | None = None
+        self.spans_refreshed = 0
+        """How many partial spans this widget asked to repaint (for tests and benchmarks)."""
+
+    # -- for subclasses ----------------------------------------------------------------------------
+
+    def build_lines(self, width: int, height: int) -> Sequence[Line]:
+        """The widget's content at this size: at most ``height`` lines of pieces."""
+        raise NotImplementedError
+
+    def rebuild(self) -> None:
+        """Rebuild the content and repaint only what changed. Cheap to call when nothing did."""
+        if not self.is_mounted:
+            return
+        width, height = self.size
+        if width <= 0 or height <= 0:
+            self._built_size = None
+            return
+        if self._built_size != (width, height):
+            # New geometry: Textual repaints the whole widget anyway.
+            self._set_content(width, height)
+            self.refresh()
+            return
+        old_texts, old_codes = self._texts, self._codes
+        self._set_content(width, height)
+        regions: list[Region] = []
+        for y, (new_text, new_code) in enumerate(zip(self._texts, self._codes, strict=True)):
+            old_text = old_texts[y] if y < len(old_texts) else ""
+            old_code = old_codes[y] if y < len(old_codes) else ""
+            if old_text == new_text and old_code == new_code:
+                continue
+            for start, end in changed_spans(old_text, old_code, new_text, new_code):
+                regions.append(Region(start, y, end - start, 1))
+        if regions:
+            self.spans_refreshed += len(regions)
+            self.refresh(*regions)
+
+    @property
+    def plain_lines(self) -> list[str]:
+        """The text of each line as last built (handy in tests)."""
+        return list(self._texts)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _set_content(self, width: int, height: int) -> None:
+        lines = list(self.build_lines(width, height))[:height]
+        while len(lines) < height:
+            lines.append([])
+        pieces = [fit(line, width) for line in lines]
+        self._pieces = pieces
+        self._texts = ["".join(text for text, _ in line) for line in pieces]
+        self._codes = [
+            "".join(_CODES.get(cls, " ") * len(text) for text, cls in line) for line in pieces
+        ]
+        self._strips = [None] * height
+        self._built_size = (width, height)
+
+    def _find_palette(self) -> Widget | None:
+        if self._palette is None or not self._palette.is_attached:
+            try:
+                self._palette = self.screen.query_one(MeterPalette)
+            except (NoMatches, Exception):
+                self._palette = None
+        return self._palette
+
+    def _style(self, cls: str) -> Style:
+        style = self._style_cache.get(cls)
+        if style is None:
+            style = self.rich_style
+            palette = self._find_palette() if cls else None
+            if palette is not None and cls in palette._component_styles:
+                style = style + _blend(palette.get_component_styles(cls), self)
+            self._style_cache[cls] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        if self._built_size != (width, height):
+            self._set_content(width, height)
+        if y >= len(self._strips):
+            return Strip.blank(width, self.rich_style)
+        strip = self._strips[y]
+        if strip is None:
+            style = self._style
+            strip = Strip(
+                [Segment(text, style(cls)) for text, cls in _merge(self._pieces[y])], width
+            )
+            self._strips[y] = strip
+        return strip
+
+    def notify_style_update(self) -> None:
+        # Colours changed (theme, CSS): keep the content, re-style it on the next render.
+        super().notify_style_update()
+        self._style_cache.clear()
+        self._strips = [None] * len(self._strips)
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, _theme: object) -> None:
+        self._style_cache.clear()
+        self._strips = [None] * len(self._strips)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self.rebuild()
+
+
+def _blend(styles: RenderStyles, widget: Widget) -> Style:
+    """A component's colours over ``widget``'s background (alpha blended), plus its text style."""
+    _, background = widget.background_colors
+    bgcolor = None
+    if styles.has_rule("background") and styles.background.a > 0:
+        background = background + styles.background
+        bgcolor = background.rich_color
+    color = None
+    if styles.has_rule("color") and styles.color.a > 0:
+        fg = styles.color
+        # "auto" colours ($text and friends) mean "readable on this background".
+        auto = fg.auto or (styles.has_rule("auto_color") and styles.auto_color)
+        if auto:
+            fg = background.get_contrast_text(fg.a)
+        color = (background + fg).rich_color
+    return Style(color=color, bgcolor=bgcolor) + styles.text_style
+
+
+def _merge(line: Line) -> Line:
+    """Join neighbouring pieces of the same class (fewer segments, fewer escape codes)."""
+    out: Line = []
+    for text, cls in line:
+        if out and out[-1][1] == cls:
+            out[-1] = (out[-1][0] + text, cls)
+        else:
+            out.append((text, cls))
+    return out
+
+
+__all__ = [
+    "ACCENT",
+    "BAD",
+    "BAR_CPU",
+    "BAR_MEM",
+    "BAR_POWER",
+    "BAR_UTIL",
+    "DIM",
+    "FRAME",
+    "FRAME_SELECTED",
+    "LABEL",
+    "LOST",
+    "OK",
+    "PAUSED",
+    "PLOT_CPU",
+    "PLOT_MEM",
+    "PLOT_UTIL",
+    "SELECTED",
+    "TITLE",
+    "VALUE",
+    "WARN",
+    "Line",
+    "LineBuilder",
+    "LineWidget",
+    "MeterPalette",
+    "Piece",
+    "changed_spans",
+    "fit",
+    "line_width",
+]

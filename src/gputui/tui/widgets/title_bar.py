@@ -1,0 +1,112 @@
+"""The one-line title bar: gputui, host, backend, driver/runtime, GPU count, the time of the last
+reading (from the snapshot, never from the wall clock) and a "PAUSED" badge. No clock animation:
+it changes only when a reading arrives."""
+
+from __future__ import annotations
+
+from gputui.model import NodeInfo
+from gputui.tui.format import fmt_clock, fmt_interval, sanitize
+from gputui.tui.widgets.line_widget import (
+    ACCENT,
+    DIM,
+    LABEL,
+    PAUSED,
+    TITLE,
+    VALUE,
+    WARN,
+    Line,
+    LineBuilder,
+    LineWidget,
+    Piece,
+)
+
+
+def runtime_label(node: NodeInfo) -> str:
+    vendors = {g.vendor for g in node.gpus}
+    return "ROCm" if vendors == {"amd"} else "CUDA"
+
+
+class TitleBar(LineWidget):
+    """Node facts on the left, reading time and state on the right."""
+
+    def __init__(
+        self, node: NodeInfo | None, *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.node = node
+        self.timestamp: float | None = None
+        self.paused = False
+        self.interval: float | None = None
+        self.gpu_filter: int | None = None
+        self.note = ""
+
+    def set_state(
+        self,
+        *,
+        timestamp: float | None = None,
+        paused: bool | None = None,
+        interval: float | None = None,
+        gpu_filter: int | str | None = "",
+        note: str | None = None,
+    ) -> None:
+        """Change what the bar shows (arguments left out keep their value)."""
+        if timestamp is not None:
+            self.timestamp = timestamp
+        if paused is not None:
+            self.paused = paused
+        if interval is not None:
+            self.interval = interval
+        if gpu_filter != "":
+            self.gpu_filter = gpu_filter  # type: ignore[assignment]
+        if note is not None:
+            self.note = note
+        self.rebuild()
+
+    def build_lines(self, width: int, height: int) -> list[Line]:
+        node = self.node
+        # (priority, pieces): when the line is short, the highest numbers are left out first.
+        left: list[tuple[int, list[Piece]]] = [(0, [("gputui", TITLE)])]
+        if node is not None:
+            left.append((1, [(sanitize(node.hostname), ACCENT)]))
+            left.append((3, [(sanitize(node.backend), VALUE)]))
+            if node.driver_version:
+                left.append((4, [("driver ", LABEL), (sanitize(node.driver_version), VALUE)]))
+            if node.runtime_version:
+                label = f"{runtime_label(node)} "
+                left.append((5, [(label, LABEL), (sanitize(node.runtime_version), VALUE)]))
+            count = len(node.gpus)
+            left.append((2, [(f"{count} GPU{'s' if count != 1 else ''}", VALUE)]))
+        right = LineBuilder()
+        if self.note:
+            right.add(self.note, WARN).add("  ")
+        if self.gpu_filter is not None:
+            right.add(f"GPU {self.gpu_filter} only", WARN).add("  ")
+        if self.paused:
+            right.add(" PAUSED ", PAUSED).add("  ")
+        if self.interval is not None:
+            right.add("every ", LABEL).add(fmt_interval(self.interval), VALUE).add("  ")
+        right.add(
+            fmt_clock(self.timestamp) if self.timestamp else "--:--:--",
+            VALUE if self.timestamp else DIM,
+        )
+        b = LineBuilder().add(" ")
+        room = width - right.width - 3
+        chosen: set[int] = set()
+        used = 0
+        for i in sorted(range(len(left)), key=lambda i: left[i][0]):
+            w = sum(len(t) for t, _ in left[i][1]) + (3 if chosen else 0)
+            if used + w <= room:
+                chosen.add(i)
+                used += w
+        for i, (_, pieces) in enumerate(left):
+            if i not in chosen:
+                continue
+            if b.width > 1:
+                b.add(" · ", DIM)
+            b.extend(pieces)
+        b.pad(width - right.width - 1)
+        b.extend(right.pieces).add(" ")
+        return [b.line(width)]
+
+
+__all__ = ["TitleBar"]

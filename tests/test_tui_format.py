@@ -1,0 +1,136 @@
+"""Human formatting of readings, and "n/a" for what the hardware does not report."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gputui.tui.format import (
+    NA,
+    fmt_bytes,
+    fmt_bytes_pair,
+    fmt_clock,
+    fmt_duration,
+    fmt_interval,
+    fmt_load,
+    fmt_mhz,
+    fmt_pcie,
+    fmt_pct,
+    fmt_power_pair,
+    fmt_rate,
+    fmt_temp,
+    fmt_watts,
+    sanitize,
+    short_gpu_name,
+)
+
+GiB = 1024**3
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [fmt_bytes, fmt_rate, fmt_watts, fmt_temp, fmt_mhz, fmt_pct, fmt_duration, fmt_clock],
+)
+def test_none_and_nan_are_na(fn) -> None:
+    assert fn(None) == NA
+    assert fn(math.nan) == NA
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, "0B"),
+        (512, "512B"),
+        (1536, "1.50K"),
+        (12.3 * 1024**2, "12.3M"),
+        (72.1 * GiB, "72.1G"),
+        (80 * GiB, "80.0G"),
+        (192 * GiB, "192G"),
+        (2 * 1024**4, "2.00T"),
+    ],
+)
+def test_bytes_are_binary_with_three_figures(value: float, expected: str) -> None:
+    assert fmt_bytes(value) == expected
+
+
+def test_bytes_pair_shares_the_unit_when_it_can() -> None:
+    assert fmt_bytes_pair(72.1 * GiB, 79.6 * GiB) == "72.1/79.6G"
+    assert fmt_bytes_pair(301 * GiB, 1.97 * 1024**4) == "301G/1.97T"
+    assert fmt_bytes_pair(None, 80 * GiB) == f"{NA}/80.0G"
+    assert fmt_bytes_pair(5 * GiB, None) == f"5.00G/{NA}"
+    assert fmt_bytes_pair(None, None) == NA
+
+
+def test_rates_are_decimal_per_second() -> None:
+    assert fmt_rate(0) == "0B/s"
+    assert fmt_rate(1.23e9) == "1.23GB/s"
+    assert fmt_rate(25.1e9) == "25.1GB/s"
+    assert fmt_rate(604e3) == "604KB/s"
+    assert fmt_rate(-5) == "0B/s"  # a counter reset never shows as negative
+
+
+def test_power_temperature_clock_percent() -> None:
+    assert fmt_watts(612.4) == "612W"
+    assert fmt_power_pair(612.4, 700) == "612/700W"
+    assert fmt_power_pair(612.4, None) == "612W"
+    assert fmt_power_pair(None, 700) == f"{NA}/700W"
+    assert fmt_power_pair(None, None) == NA
+    assert fmt_temp(67.4) == "67°C"
+    assert fmt_mhz(1980) == "1980MHz"
+    assert fmt_mhz(1980, unit=False) == "1980"
+    assert fmt_pct(97.4) == "97%"
+    assert fmt_pct(7, width=4) == "  7%"
+    assert fmt_pct(None, width=5) == "  n/a"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (0, "0s"),
+        (45.9, "45s"),
+        (723, "12m03s"),
+        (3 * 3600 + 12 * 60, "3h12m"),
+        (5 * 86400 + 3 * 3600, "5d03h"),
+    ],
+)
+def test_durations(seconds: float, expected: str) -> None:
+    assert fmt_duration(seconds) == expected
+
+
+def test_clock_follows_local_time(utc: None) -> None:
+    assert fmt_clock(1_700_000_000.0) == "22:13:20"
+
+
+def test_interval_pcie_load() -> None:
+    assert fmt_interval(0.25) == "250ms"
+    assert fmt_interval(1.0) == "1s"
+    assert fmt_interval(2.5) == "2.5s"
+    assert fmt_pcie(5, 16) == "5×16"
+    assert fmt_pcie(None, 8) == "?×8"
+    assert fmt_pcie(None, None) == NA
+    assert fmt_load((12.34, 3.0, 0.5)) == "12.3 3.00 0.50"
+    assert fmt_load(None) == NA
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100"),
+        ("NVIDIA A100-SXM4-80GB", "A100"),
+        ("NVIDIA A100 80GB PCIe", "A100"),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+        ("AMD Instinct MI300X", "MI300X"),
+        ("Tesla V100-SXM2-16GB", "V100"),
+        ("NVIDIA RTX A6000", "RTX A6000"),
+        ("NVIDIA H200", "H200"),
+    ],
+)
+def test_short_gpu_names(name: str, short: str) -> None:
+    assert short_gpu_name(name) == short
+
+
+def test_sanitize_keeps_one_printable_line() -> None:
+    assert sanitize("python\ttrain.py\n--x") == "python?train.py?--x"
+    assert sanitize("名前") == "??"  # wide characters would break cell arithmetic
+    assert sanitize("plain -m x") == "plain -m x"
