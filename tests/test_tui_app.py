@@ -17,10 +17,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from gputui.format import fmt_pct
 from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, MigSample, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
-from gputui.tui.format import fmt_pct
 from gputui.tui.messages import SamplerFailed, SnapshotReady
 from gputui.tui.screens.dashboard import TOO_SMALL_TEXT, DashboardScreen, choose_layout
 from gputui.tui.screens.help import HelpScreen

@@ -9,9 +9,9 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Label, Sparkline, Static
 
+from gputui.format import fmt_bytes
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.tui.format import fmt_bytes
 from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
 from gputui.tui.screens.process_detail import ProcessDetailScreen
 

@@ -8,8 +8,8 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
+from gputui.format import fmt_bytes
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.tui.format import fmt_bytes
 from gputui.tui.widgets.process_table import COLUMN_KEYS, ProcessTable, sort_processes
 
 GiB = 1024**3
@@ -122,7 +122,7 @@ async def test_cell_texts() -> None:
         assert cell(table, "1:0", "cpu") == "n/a"
         assert cell(table, "1:0", "rss") == "n/a"
         assert cell(table, "1:0", "time") == "2:03:11"
-        assert cell(table, "1:0", "command") == "[container 0123456789ab] python train_1.py"
+        assert cell(table, "1:0", "command") == "[ctr 01234567] python train_1.py"
         assert cell(table, "2:0", "type") == "G"
         assert cell(table, "2:0", "command") == "Xorg"
         assert cell(table, "2:0", "time") == "3d04h"
@@ -376,3 +376,26 @@ def test_sort_processes_orders_text_case_insensitively_with_none_last() -> None:
     assert [p.pid for p in sort_processes(procs, "user", True, T0)] == [1, 3, 2]
     with pytest.raises(KeyError):
         sort_processes(procs, "nope", False, T0)
+
+
+async def test_narrow_table_keeps_the_command_and_the_selection() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(10, mem=2 * GiB), proc(20, mem=GiB)))
+        await pilot.pause()
+        await pilot.press("down")  # select PID 20
+        assert table.selected_process.pid == 20
+        assert "time" in table.data_table.columns
+
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        keys = [key.value for key in table.data_table.columns]
+        assert "command" in keys and not {"type", "rss", "time"} & set(keys)
+        assert table.selected_process.pid == 20
+        assert cell(table, "10:0", "command") == "python train_10.py"
+
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert "time" in table.data_table.columns
+        assert table.selected_process.pid == 20

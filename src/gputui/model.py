@@ -193,6 +193,10 @@ class ProcessSample:
     container_id: str | None = None
     mig_uuid: str | None = None
 
+    def running_for(self, now: float) -> float | None:
+        """Seconds since the process started, as of ``now`` (a snapshot's timestamp)."""
+        return None if self.start_time is None else max(now - self.start_time, 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class HostSample:

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import time
 
-from gputui.model import GpuSample, Snapshot, describe_throttle
-from gputui.tui.format import (
+from gputui.format import (
     NA,
+    command_text,
     fmt_bytes,
     fmt_bytes_pair,
     fmt_duration,
+    fmt_elapsed,
     fmt_load,
     fmt_mhz,
     fmt_pcie,
     fmt_pct,
     fmt_power_pair,
     fmt_temp,
-    sanitize,
     short_gpu_name,
 )
+from gputui.model import GpuSample, ProcessSample, Snapshot, describe_throttle
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
@@ -105,11 +106,7 @@ def _host_line(snapshot: Snapshot) -> str:
     )
 
 
-def _process_row(snapshot: Snapshot, proc) -> list[str]:  # type: ignore[no-untyped-def]
-    elapsed = None if proc.start_time is None else snapshot.timestamp - proc.start_time
-    command = sanitize(proc.command or proc.name or NA)
-    if proc.container_id:
-        command = f"[container {proc.container_id[:12]}] {command}"
+def _process_row(snapshot: Snapshot, proc: ProcessSample) -> list[str]:
     return [
         str(proc.gpu_index),
         str(proc.pid),
@@ -118,8 +115,8 @@ def _process_row(snapshot: Snapshot, proc) -> list[str]:  # type: ignore[no-unty
         "-" if proc.sm_pct is None else f"{proc.sm_pct:.0f}",
         "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
         fmt_bytes(proc.host_rss_bytes),
-        fmt_duration(elapsed),
-        command,
+        fmt_elapsed(proc.running_for(snapshot.timestamp)),
+        command_text(proc.command, proc.name, proc.container_id),
     ]
 
 

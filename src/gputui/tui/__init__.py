@@ -1,5 +1,5 @@
 """gputui terminal UI (Textual). ``GpuTuiApp`` is imported lazily, so ``import gputui.tui`` stays
-cheap for code that only needs, say, :mod:`gputui.tui.format`."""
+cheap for code that only needs, say, :mod:`gputui.format`."""
 
 from __future__ import annotations
 

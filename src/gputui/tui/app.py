@@ -17,10 +17,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from gputui.format import fmt_interval
 from gputui.model import ProcessSample, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.commands import GpuCommands
-from gputui.tui.format import fmt_interval
 from gputui.tui.messages import SamplerFailed, SignalSent, SnapshotReady
 from gputui.tui.screens.dashboard import DashboardScreen
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from gputui.tui.format import fmt_interval
+from gputui.format import fmt_interval
 
 if TYPE_CHECKING:
     from gputui.tui.app import GpuTuiApp

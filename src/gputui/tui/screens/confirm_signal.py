@@ -13,9 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from gputui.format import NA, command_text, fmt_bytes, sanitize
 from gputui.model import ProcessSample
-from gputui.tui.format import NA, fmt_bytes, sanitize
-from gputui.tui.widgets.process_table import _command_text
 
 _BUTTON_SIGNALS: dict[str, signal.Signals] = {
     "signal-int": signal.SIGINT,
@@ -81,7 +80,7 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
             ("PID", str(proc.pid)),
             ("User", sanitize(proc.user or NA)),
             ("GPU", f"{proc.gpu_index}  ({fmt_bytes(proc.gpu_memory_bytes)} GPU memory)"),
-            ("Command", _command_text(proc)),
+            ("Command", command_text(proc.command, proc.name, proc.container_id)),
         ):
             details.append(f"{label:<9}", style="bold")
             details.append(f"{value}\n")

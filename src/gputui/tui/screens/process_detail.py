@@ -15,10 +15,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Sparkline, Static
 
+from gputui.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.history import History
 from gputui.model import ProcessSample, Snapshot
-from gputui.tui.format import NA, fmt_bytes, fmt_pct, sanitize
-from gputui.tui.widgets.process_table import _elapsed, _fmt_elapsed
 
 _TYPE_WORDS = {
     "compute": "compute",
@@ -183,7 +182,7 @@ class ProcessDetailScreen(Screen[None]):
 
     def _info_text(self) -> Text:
         proc = self.process
-        elapsed = None if self._seen_at is None else _elapsed(proc, self._seen_at)
+        elapsed = None if self._seen_at is None else proc.running_for(self._seen_at)
         rows = (
             ("PID", str(proc.pid)),
             ("User", sanitize(proc.user or NA)),
@@ -191,7 +190,7 @@ class ProcessDetailScreen(Screen[None]):
             ("Type", _TYPE_WORDS.get(proc.type, str(proc.type))),
             ("Container", proc.container_id or "none"),
             ("Started", _fmt_start(proc.start_time)),
-            ("Elapsed", _fmt_elapsed(elapsed)),
+            ("Elapsed", fmt_elapsed(elapsed)),
             ("Name", sanitize(proc.name or NA)),
             ("Command", sanitize(proc.command or proc.name or NA)),
         )

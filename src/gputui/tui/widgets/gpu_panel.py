@@ -18,9 +18,7 @@ from collections.abc import Sequence
 from textual import events
 from textual.message import Message
 
-from gputui.history import History
-from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
-from gputui.tui.format import (
+from gputui.format import (
     NA,
     fmt_bytes_pair,
     fmt_clock,
@@ -33,6 +31,8 @@ from gputui.tui.format import (
     sanitize,
     short_gpu_name,
 )
+from gputui.history import History
+from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
 from gputui.tui.widgets.bars import bar, fraction
 from gputui.tui.widgets.history_plot import plot_block, sparkline
 from gputui.tui.widgets.line_widget import (

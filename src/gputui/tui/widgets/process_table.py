@@ -21,12 +21,10 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
+from gputui.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.model import ProcessSample, Snapshot
-from gputui.tui.format import NA, fmt_bytes, fmt_pct, sanitize
 
 # --- formatting -----------------------------------------------------------------------------------
-# Sizes and percentages come from gputui.tui.format; TIME keeps h:mm:ss, which fmt_duration lacks.
-# The detail and confirm screens import the private helpers below.
 
 _TYPE_CODES = {"compute": "C", "graphics": "G", "compute+graphics": "C+G"}
 COMMAND_MAX_CHARS = 160
@@ -37,41 +35,13 @@ def _fmt_sm(value: float | None) -> str:
     return "-" if value is None else fmt_pct(value)
 
 
-def _fmt_elapsed(seconds: float | None) -> str:
-    """``0:03:11``, ``2:03:11``, then ``3d04h`` from one day on; ``n/a`` when unknown."""
-    if seconds is None:
-        return NA
-    total = max(int(seconds), 0)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours:02d}h"
-    return f"{hours}:{minutes:02d}:{secs:02d}"
-
-
-def _elapsed(process: ProcessSample, now: float) -> float | None:
-    """Seconds since the process started, measured at the snapshot's timestamp (not wall time)."""
-    if process.start_time is None:
-        return None
-    return max(now - process.start_time, 0.0)
-
-
 def _fmt_type(process: ProcessSample) -> str:
     return _TYPE_CODES.get(process.type, str(process.type))
 
 
-def _container_tag(process: ProcessSample) -> str:
-    return f"[container {process.container_id[:12]}]" if process.container_id else ""
-
-
-def _command_text(process: ProcessSample, limit: int | None = None) -> str:
-    """Command line (falling back to the name), prefixed with the container tag when known."""
-    command = sanitize(process.command or process.name or NA)
-    if limit is not None and len(command) > limit:
-        command = command[: limit - 1] + "…"
-    tag = _container_tag(process)
-    return f"{tag} {command}" if tag else command
+def _table_command(process: ProcessSample) -> str:
+    text = command_text(process.command, process.name, process.container_id, short=True)
+    return text if len(text) <= COMMAND_MAX_CHARS else text[: COMMAND_MAX_CHARS - 1] + "…"
 
 
 def _user(process: ProcessSample) -> str:
@@ -128,8 +98,8 @@ COLUMNS: tuple[_Column, ...] = (
         "TIME",
         True,
         True,
-        lambda p, now: _elapsed(p, now),
-        lambda p, now: _fmt_elapsed(_elapsed(p, now)),
+        lambda p, now: p.running_for(now),
+        lambda p, now: fmt_elapsed(p.running_for(now)),
     ),
     _Column(
         "command",
@@ -137,10 +107,15 @@ COLUMNS: tuple[_Column, ...] = (
         False,
         False,
         lambda p, _: _lower(p.command or p.name),
-        lambda p, _: _command_text(p, COMMAND_MAX_CHARS),
+        lambda p, _: _table_command(p),
     ),
 )
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+NARROW_WIDTH = 100
+"""Below this width the table drops TYPE, RSS and TIME so the command stays in view."""
+NARROW_COLUMNS: tuple[_Column, ...] = tuple(
+    c for c in COLUMNS if c.key not in ("type", "rss", "time")
+)
 _BY_KEY = {c.key: c for c in COLUMNS}
 DEFAULT_SORT = "gpu_mem"
 _ARROW_DOWN = "▼"
@@ -245,6 +220,7 @@ class ProcessTable(Widget):
         self._order: list[str] = []
         self._visible: dict[str, ProcessSample] = {}
         self._empty_text = ""
+        self._columns = COLUMNS
         self._table: DataTable[Text] = DataTable(cursor_type="row", id="process-data")
         self._empty = Static("", classes="process-table--empty")
         self._empty.display = False
@@ -254,9 +230,27 @@ class ProcessTable(Widget):
         yield self._empty
 
     def on_mount(self) -> None:
-        for column in COLUMNS:
+        self._add_columns()
+        # is_mounted becomes True only after on_mount returns: show a snapshot given before then.
+        self.call_after_refresh(self._apply)
+
+    def _add_columns(self) -> None:
+        for column in self._columns:
             self._table.add_column(_header(column, self._arrow(column.key)), key=column.key)
+
+    def on_resize(self) -> None:
+        columns = NARROW_COLUMNS if self.size.width < NARROW_WIDTH else COLUMNS
+        if columns is self._columns:
+            return
+        cursor_key = self._cursor_key()
+        self._columns = columns
+        self._table.clear(columns=True)
+        self._cells = {}
+        self._order = []
+        self._add_columns()
         self._apply()
+        if cursor_key is not None and cursor_key in self._cells:
+            self._table.move_cursor(row=self._table.get_row_index(cursor_key))
 
     # --- public API -------------------------------------------------------------------------------
 
@@ -311,8 +305,9 @@ class ProcessTable(Widget):
     # --- actions and events -----------------------------------------------------------------------
 
     def action_cycle_sort(self) -> None:
-        index = COLUMN_KEYS.index(self._sort_column)
-        self.sort_by(COLUMN_KEYS[(index + 1) % len(COLUMN_KEYS)])
+        keys = [c.key for c in self._columns]  # the columns on screen
+        index = keys.index(self._sort_column) if self._sort_column in keys else -1
+        self.sort_by(keys[(index + 1) % len(keys)])
 
     def action_reverse_sort(self) -> None:
         self.sort_by(self._sort_column, not self._sort_reverse)
@@ -379,7 +374,8 @@ class ProcessTable(Widget):
         now = snapshot.timestamp if snapshot is not None else 0.0
         processes = snapshot.processes if snapshot is not None else ()
         visible = {_row_key(p): p for p in processes if self._matches(p)}
-        cells = {key: tuple(c.text(p, now) for c in COLUMNS) for key, p in visible.items()}
+        columns = self._columns
+        cells = {key: tuple(c.text(p, now) for c in columns) for key, p in visible.items()}
         ordered = sort_processes(visible.values(), self._sort_column, self._sort_reverse, now)
         desired = [_row_key(p) for p in ordered]
         self._visible = visible
@@ -413,18 +409,20 @@ class ProcessTable(Widget):
         for key in changed:
             old = self._cells[key]
             new = cells[key]
-            for column, before, after in zip(COLUMNS, old, new, strict=True):
+            for column, before, after in zip(self._columns, old, new, strict=True):
                 if before != after:
                     table.update_cell(key, column.key, _cell(column, after), update_width=True)
             self._cells[key] = new
         for key in added:
             texts = cells[key]
-            table.add_row(*(_cell(c, t) for c, t in zip(COLUMNS, texts, strict=True)), key=key)
+            table.add_row(
+                *(_cell(c, t) for c, t in zip(self._columns, texts, strict=True)), key=key
+            )
             self._cells[key] = texts
         if resort:
             if self._sort_dirty:
                 # Headers are cached per table update; the sort() below invalidates them.
-                for column in COLUMNS:
+                for column in self._columns:
                     table.columns[ColumnKey(column.key)].label = _header(
                         column, self._arrow(column.key)
                     )

@@ -4,8 +4,8 @@ it changes only when a reading arrives."""
 
 from __future__ import annotations
 
+from gputui.format import fmt_clock, fmt_interval, sanitize
 from gputui.model import NodeInfo
-from gputui.tui.format import fmt_clock, fmt_interval, sanitize
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     DIM,

@@ -1,4 +1,5 @@
-"""Human formatting of readings for the TUI: bytes, rates, watts, °C, MHz, %, durations.
+"""Human formatting of readings, shared by the TUI and the text report: bytes, rates, watts, °C,
+MHz, %, durations, process command lines.
 
 Every function takes ``None`` for "not supported / unknown" and returns :data:`NA` for it, so a
 widget never has to special-case a missing field. Nothing here imports Textual or Rich.
@@ -193,12 +194,47 @@ def sanitize(text: str) -> str:
     return "".join(ch if ch.isprintable() and ord(ch) < 0x1100 else "?" for ch in text)
 
 
+def fmt_elapsed(seconds: float | None) -> str:
+    """A process's running time: ``0:03:11``, ``2:03:11``, then ``3d04h``; :data:`NA` if unknown."""
+    if _is_missing(seconds):
+        return NA
+    assert seconds is not None
+    total = max(int(seconds), 0)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def short_command(command: str) -> str:
+    """A command line with the directory of its executable dropped: ``/opt/conda/bin/python -u
+    train.py`` becomes ``python -u train.py`` (the part that tells processes apart)."""
+    executable, sep, rest = command.partition(" ")
+    if "/" in executable:
+        executable = executable.rsplit("/", 1)[1] or executable
+    return executable + sep + rest
+
+
+def command_text(
+    command: str | None, name: str | None, container_id: str | None, *, short: bool = False
+) -> str:
+    """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``."""
+    text = sanitize(command or name or NA)
+    if short:
+        text = short_command(text)
+    return f"[ctr {container_id[:8]}] {text}" if container_id else text
+
+
 __all__ = [
     "NA",
+    "command_text",
     "fmt_bytes",
     "fmt_bytes_pair",
     "fmt_clock",
     "fmt_duration",
+    "fmt_elapsed",
     "fmt_interval",
     "fmt_load",
     "fmt_mhz",
@@ -209,5 +245,6 @@ __all__ = [
     "fmt_temp",
     "fmt_watts",
     "sanitize",
+    "short_command",
     "short_gpu_name",
 ]

@@ -6,12 +6,14 @@ import math
 
 import pytest
 
-from gputui.tui.format import (
+from gputui.format import (
     NA,
+    command_text,
     fmt_bytes,
     fmt_bytes_pair,
     fmt_clock,
     fmt_duration,
+    fmt_elapsed,
     fmt_interval,
     fmt_load,
     fmt_mhz,
@@ -22,6 +24,7 @@ from gputui.tui.format import (
     fmt_temp,
     fmt_watts,
     sanitize,
+    short_command,
     short_gpu_name,
 )
 
@@ -134,3 +137,28 @@ def test_sanitize_keeps_one_printable_line() -> None:
     assert sanitize("python\ttrain.py\n--x") == "python?train.py?--x"
     assert sanitize("名前") == "??"  # wide characters would break cell arithmetic
     assert sanitize("plain -m x") == "plain -m x"
+
+
+def test_fmt_elapsed_shows_seconds_under_a_day_and_days_after() -> None:
+    assert fmt_elapsed(None) == NA
+    assert fmt_elapsed(191) == "0:03:11"
+    assert fmt_elapsed(2 * 3600 + 191) == "2:03:11"
+    assert fmt_elapsed(3 * 86400 + 4 * 3600 + 59) == "3d04h"
+
+
+def test_short_command_drops_the_executables_directory_only() -> None:
+    assert short_command("/opt/conda/bin/python -u train.py --out=/data/x") == (
+        "python -u train.py --out=/data/x"
+    )
+    assert short_command("python train.py") == "python train.py"
+    assert short_command("/usr/bin/Xorg") == "Xorg"
+
+
+def test_command_text_tags_containers_and_falls_back_to_the_name() -> None:
+    cid = "5e277ec3818f" + "0" * 52
+    assert command_text("/usr/bin/python3 a.py", None, cid, short=True) == (
+        "[ctr 5e277ec3] python3 a.py"
+    )
+    assert command_text(None, "Xorg", None) == "Xorg"
+    assert command_text(None, None, None) == NA
+    assert command_text("a\x1b[2Jb", None, None) == "a?[2Jb"  # no escape codes reach the screen
