@@ -9,50 +9,19 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gputui.demo import T0, FakeClock, fake_clock_sampler
 from gputui.sampler import Sampler
 
-T0 = 1_700_000_000.0
-"""The fake clock's start: 2023-11-14 22:13:20 UTC."""
-
-
-class FakeClock:
-    """A clock that only moves when told to (``clock.now += 1``)."""
-
-    def __init__(self, start: float = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
+__all__ = ["T0", "FakeClock", "advance"]
 
 SimSamplerFactory = Callable[..., Sampler]
 
 
 @pytest.fixture
 def sim_sampler() -> SimSamplerFactory:
-    """``sim_sampler(scenario="dgx-h100", polls=0, t=T0, interval=1.0, seed=0)``: an opened
-    Sampler over the simulated backend on a :class:`FakeClock` (``sampler.clock``), after
-    ``polls`` polls one ``interval`` apart (history filled, ``sampler.latest`` set). The clock is
-    left at the time of the next poll, so ``sampler.poll()`` continues the series."""
-
-    def make(
-        scenario: str = "dgx-h100",
-        polls: int = 0,
-        t: float = T0,
-        interval: float = 1.0,
-        seed: int = 0,
-    ) -> Sampler:
-        from gputui.backends.sim import SimBackend
-
-        clock = FakeClock(t)
-        sampler = Sampler(SimBackend(scenario, seed=seed), interval=interval, clock=clock)
-        sampler.open()
-        for _ in range(polls):
-            sampler.poll()
-            clock.now += interval
-        return sampler
-
-    return make
+    """``sim_sampler(scenario="dgx-h100", polls=0, t=T0, interval=1.0, seed=0)``: see
+    :func:`gputui.demo.fake_clock_sampler`."""
+    return fake_clock_sampler
 
 
 def advance(sampler: Sampler, seconds: float = 1.0) -> None:

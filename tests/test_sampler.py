@@ -8,6 +8,7 @@ import threading
 import time
 
 from gputui.backends.base import Backend
+from gputui.demo import FakeClock
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample
 from gputui.sampler import Sampler
 
@@ -68,17 +69,9 @@ class CountingBackend(Backend):
         self.closed = True
 
 
-class FakeClock:
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_slow_tier_runs_on_its_own_period_and_its_fields_are_carried() -> None:
     backend = CountingBackend()
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     sampler = Sampler(backend, interval=1.0, slow_interval=3.0, clock=clock)
     snapshots = []
     for _ in range(7):
@@ -94,7 +87,7 @@ def test_slow_tier_runs_on_its_own_period_and_its_fields_are_carried() -> None:
 
 def test_lost_gpu_drops_its_processes_and_keeps_others() -> None:
     backend = CountingBackend()
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     sampler = Sampler(backend, interval=1.0, slow_interval=10.0, clock=clock)
     sampler.poll()
     backend.lost.add(1)

@@ -1,0 +1,44 @@
+"""A simulated node on a clock that only moves when told to.
+
+Tests, the screenshot script and documentation examples need the dashboard in a known state with
+history already filled: this builds a :class:`~gputui.sampler.Sampler` over the simulated backend,
+driven by a :class:`FakeClock`, and polls it ``polls`` times one interval apart.
+"""
+
+from __future__ import annotations
+
+from gputui.sampler import Sampler
+
+T0 = 1_700_000_000.0
+"""Default start of the fake clock: 2023-11-14 22:13:20 UTC."""
+
+
+class FakeClock:
+    """A clock that only moves when told to (``clock.now += 1``)."""
+
+    def __init__(self, start: float = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fake_clock_sampler(
+    scenario: str = "dgx-h100",
+    polls: int = 0,
+    t: float = T0,
+    interval: float = 1.0,
+    seed: int = 0,
+) -> Sampler:
+    """An opened Sampler over the simulated ``scenario`` on a :class:`FakeClock` (``.clock``),
+    after ``polls`` polls one ``interval`` apart (history filled, ``latest`` set). The clock is
+    left at the time of the next poll, so ``sampler.poll()`` continues the series."""
+    from gputui.backends.sim import SimBackend
+
+    clock = FakeClock(t)
+    sampler = Sampler(SimBackend(scenario, seed=seed), interval=interval, clock=clock)
+    sampler.open()
+    for _ in range(polls):
+        sampler.poll()
+        clock.now += interval
+    return sampler
