@@ -122,15 +122,20 @@ def fmt_pct(value: float | None, *, width: int = 0) -> str:
     return text.rjust(width) if width else text
 
 
+def _split_seconds(seconds: float) -> tuple[int, int, int, int]:
+    """(days, hours, minutes, seconds) of a non-negative whole number of seconds."""
+    days, rest = divmod(max(int(seconds), 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return days, hours, minutes, secs
+
+
 def fmt_duration(seconds: float | None) -> str:
     """Compact elapsed time: ``45s``, ``12m03s``, ``3h12m``, ``5d03h``; :data:`NA` when unknown."""
     if _is_missing(seconds):
         return NA
     assert seconds is not None
-    total = max(int(seconds), 0)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
+    days, hours, minutes, secs = _split_seconds(seconds)
     if days:
         return f"{days}d{hours:02d}h"
     if hours:
@@ -199,10 +204,7 @@ def fmt_elapsed(seconds: float | None) -> str:
     if _is_missing(seconds):
         return NA
     assert seconds is not None
-    total = max(int(seconds), 0)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
+    days, hours, minutes, secs = _split_seconds(seconds)
     if days:
         return f"{days}d{hours:02d}h"
     return f"{hours}:{minutes:02d}:{secs:02d}"

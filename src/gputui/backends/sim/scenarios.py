@@ -98,6 +98,14 @@ class Plan:
 # -- helpers -------------------------------------------------------------------------------------
 
 
+_DGX_SOFTWARE = {
+    "driver_version": "550.54.15",
+    "runtime_version": "12.4",
+    "library_version": "12.550.54.15",
+}
+"""Driver, CUDA and NVML versions of the simulated DGX nodes (dgx-h100 and faulty)."""
+
+
 def _nvidia_uuid(r: random.Random) -> str:
     h = f"{r.getrandbits(128):032x}"
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -280,9 +288,7 @@ def _dgx_h100(seed: int) -> Plan:
     return Plan(
         scenario=s,
         seed=seed,
-        driver_version="550.54.15",
-        runtime_version="12.4",
-        library_version="12.550.54.15",
+        **_DGX_SOFTWARE,
         gpus=tuple(gpus),
         procs=tuple(procs),
         host=_dgx_host(r, "dgx-h100-07", 6),
@@ -314,9 +320,7 @@ def _faulty(seed: int, lost_after_s: float) -> Plan:
     return Plan(
         scenario=s,
         seed=seed,
-        driver_version="550.54.15",
-        runtime_version="12.4",
-        library_version="12.550.54.15",
+        **_DGX_SOFTWARE,
         gpus=tuple(gpus),
         procs=tuple(procs),
         host=_dgx_host(r, "dgx-h100-13", 8),
