@@ -105,3 +105,10 @@ def test_unknown_scenario_lists_the_real_ones(capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err
     assert "nope" in err and "dgx-h100" in err
+
+
+def test_dashboard_without_a_terminal_says_so_instead_of_hanging() -> None:
+    result = run_gputui("--demo", timeout=20)  # stdin is /dev/null, stderr a pipe
+    assert result.returncode == 2
+    assert "needs a terminal" in result.stderr and "gputui snapshot" in result.stderr
+    assert "Traceback" not in result.stderr

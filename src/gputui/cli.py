@@ -1,6 +1,6 @@
 """Command line: ``gputui`` (the dashboard), ``gputui snapshot`` (one reading, text or JSON).
 
-Exit codes: 0 success; 2 no usable GPU backend or a bad argument; 130 interrupted.
+Exit codes: 0 success; 2 no usable GPU backend, a bad argument or no terminal; 130 interrupted.
 Everything a user can get wrong ends in a one-paragraph message, never a traceback.
 """
 
@@ -15,6 +15,7 @@ from gputui import __version__
 
 EXIT_OK = 0
 EXIT_NO_GPU = 2
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 SNAPSHOT_SETTLE_S = 0.5
@@ -165,6 +166,15 @@ def run_tui(spec: str, *, seed: int, interval: float, readonly: bool, light: boo
     sampler = _open_sampler(spec, seed=seed, interval=interval)
     if sampler is None:
         return EXIT_NO_GPU
+    # Textual reads keys from stdin and draws on stderr: both must be a terminal.
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        sampler.close()
+        print(
+            "gputui: the dashboard needs a terminal (stdin and stderr must be a TTY).\n"
+            "For scripts use `gputui snapshot` (or `--json`); over SSH use `ssh -t`.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     from gputui.tui.app import GpuTuiApp
 
     app = GpuTuiApp(sampler, readonly=readonly, theme="textual-light" if light else None)
