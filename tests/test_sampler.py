@@ -163,3 +163,29 @@ def test_signal_goes_through_the_backend_and_close_closes_it() -> None:
     sampler.close()
     assert backend.signals == [(123, signal.SIGTERM)]
     assert backend.closed
+
+
+def test_events_and_findings_ride_on_each_snapshot() -> None:
+    from gputui.model import Finding, GpuEvent
+
+    backend = CountingBackend()
+    queued = [GpuEvent(timestamp=1000.0, kind="xid", gpu_index=1, code=79)]
+    backend.read_events = lambda now: [queued.pop()] if queued else []  # type: ignore[method-assign]
+
+    class Health:
+        def __init__(self) -> None:
+            self.seen: list[tuple] = []
+
+        def update(self, snapshot, history):
+            self.seen.append((snapshot.events, len(history)))
+            return (Finding("rule", "warn", f"{len(snapshot.events)} events"),)
+
+    health = Health()
+    sampler = Sampler(backend, clock=FakeClock(1000.0), health=health)
+    first = sampler.poll()
+    second = sampler.poll()
+    assert [e.code for e in first.events] == [79] and second.events == ()
+    assert first.findings[0].message == "1 events" and second.findings[0].message == "0 events"
+    # Findings are evaluated after the reading went into history.
+    assert [n for _, n in health.seen] == [1, 2]
+    assert sampler.latest is second

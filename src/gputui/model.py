@@ -21,6 +21,9 @@ SCHEMA_VERSION = 1
 
 Vendor = Literal["nvidia", "amd"]
 ProcessType = Literal["compute", "graphics", "compute+graphics"]
+Severity = Literal["ok", "info", "warn", "fail"]
+SEVERITY_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
+"""Severities from harmless to failing; compare with ``SEVERITY_ORDER[a] > SEVERITY_ORDER[b]``."""
 
 # Throttle / clock-event reasons, as vendor-neutral names. Backends map their bitmasks onto these.
 THROTTLE_REASONS: dict[str, str] = {
@@ -215,6 +218,40 @@ class HostSample:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuEvent:
+    """Something that happened at a moment, as opposed to a reading: an XID error reported by the
+    driver, a double-bit ECC error, a GPU falling off the bus."""
+
+    timestamp: float
+    kind: str
+    """``xid``, ``ecc_double_bit``, ``ecc_single_bit``, ``gpu_lost`` ..."""
+    gpu_index: int | None = None
+    code: int | None = None
+    """The XID number for ``xid`` events."""
+    message: str | None = None
+    source: str = "driver"
+    """``driver`` (NVML / AMD-SMI events), ``kernel_log`` (dmesg) or ``sim``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One health finding: what is wrong (or worth knowing), on which GPU, and what to do."""
+
+    rule: str
+    """Stable rule id (``gpu_lost``, ``ecc_uncorrected`` ...), usable with ``--ignore``."""
+    severity: Severity
+    message: str
+    hint: str = ""
+    gpu_index: int | None = None
+    key: str = ""
+    """Identity across readings (rule, GPU and subject), so one condition is one finding."""
+    first_seen: float | None = None
+    last_seen: float | None = None
+    active: bool = True
+    """False once the condition has cleared; the finding stays listed until acknowledged."""
+
+
+@dataclass(frozen=True, slots=True)
 class NodeInfo:
     """The node as a backend sees it once it is open (the static tier)."""
 
@@ -242,6 +279,10 @@ class Snapshot:
     gpus: tuple[GpuSample, ...]
     processes: tuple[ProcessSample, ...] = ()
     host: HostSample | None = None
+    findings: tuple[Finding, ...] = ()
+    """Health findings as of this reading (active ones, and cleared ones not yet acknowledged)."""
+    events: tuple[GpuEvent, ...] = ()
+    """Events that arrived since the previous reading."""
     schema_version: int = SCHEMA_VERSION
 
     def sample(self, index: int) -> GpuSample | None:
@@ -318,9 +359,12 @@ def _type_hints(tp: type) -> dict[str, Any]:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SEVERITY_ORDER",
     "SLOW_SAMPLE_FIELDS",
     "THROTTLE_REASONS",
     "THROTTLE_TROUBLE",
+    "Finding",
+    "GpuEvent",
     "GpuInfo",
     "GpuSample",
     "HostSample",
@@ -329,6 +373,7 @@ __all__ = [
     "NodeInfo",
     "ProcessSample",
     "ProcessType",
+    "Severity",
     "Snapshot",
     "Vendor",
     "describe_throttle",

@@ -17,16 +17,31 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from gputui.backends.base import Backend
 from gputui.history import History
 from gputui.host import ProcessEnricher
-from gputui.model import SLOW_SAMPLE_FIELDS, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.model import (
+    SLOW_SAMPLE_FIELDS,
+    Finding,
+    GpuSample,
+    NodeInfo,
+    ProcessSample,
+    Snapshot,
+)
 
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL = 0.1
 DEFAULT_SLOW_INTERVAL = 3.0
+
+
+class HealthEvaluator(Protocol):
+    """Turns each reading (and the history so far) into the findings listed with it."""
+
+    def update(self, snapshot: Snapshot, history: History) -> tuple[Finding, ...]: ...
+
 
 SnapshotCallback = Callable[[Snapshot], None]
 ErrorCallback = Callable[[BaseException], None]
@@ -44,6 +59,7 @@ class Sampler:
         clock: Callable[[], float] = time.time,
         history: History | None = None,
         node: NodeInfo | None = None,
+        health: HealthEvaluator | None = None,
     ) -> None:
         """``node`` is passed when the backend is already open (see ``backends.open_backend``)."""
         self.backend = backend
@@ -53,6 +69,7 @@ class Sampler:
         )
         self.clock = clock
         self.history = history if history is not None else History()
+        self.health = health
         self.node: NodeInfo | None = node
         self.latest: Snapshot | None = None
         self._enricher = ProcessEnricher() if backend.enrich_processes else None
@@ -88,6 +105,10 @@ class Sampler:
             finally:
                 self._polls_in_flight -= 1
         self.history.record(snapshot)
+        if self.health is not None:
+            snapshot = dataclasses.replace(
+                snapshot, findings=self.health.update(snapshot, self.history)
+            )
         self.latest = snapshot
         return snapshot
 
@@ -110,8 +131,14 @@ class Sampler:
         if lost:
             self._processes = tuple(p for p in self._processes if p.gpu_index not in lost)
         host = self.backend.read_host(now)
+        events = tuple(self.backend.read_events(now))
         return Snapshot(
-            timestamp=now, node=node, gpus=tuple(gpus), processes=self._processes, host=host
+            timestamp=now,
+            node=node,
+            gpus=tuple(gpus),
+            processes=self._processes,
+            host=host,
+            events=events,
         )
 
     def _carry_slow_fields(self, sample: GpuSample) -> GpuSample:

@@ -12,7 +12,7 @@ import abc
 import os
 import signal
 
-from gputui.model import GpuSample, HostSample, NodeInfo, ProcessSample
+from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample
 
 
 class BackendUnavailable(Exception):
@@ -54,6 +54,11 @@ class Backend(abc.ABC):
 
         Host-side fields may be left ``None`` when :attr:`enrich_processes` is True.
         """
+
+    def read_events(self, now: float) -> list[GpuEvent]:
+        """Events (XID errors, ECC errors ...) that arrived since the last call; cheap: called on
+        every poll. Backends that watch events do so on their own thread and queue them here."""
+        return []
 
     def read_host(self, now: float) -> HostSample | None:
         """Host CPU/RAM reading; real backends use psutil, the simulator invents a host."""
