@@ -411,6 +411,76 @@ def test_faulty_other_faults_are_present() -> None:
     assert len({hot_gpu.index, ecc[0].index, narrow[0].index, 3}) == 4
 
 
+# -- scripted events ------------------------------------------------------------------------------
+
+
+FAULTY_EVENTS = [  # (elapsed s, kind, GPU, code) with the default lost_after_s of 3 s
+    (1.0, "ecc_double_bit", 2, None),
+    (1.0, "xid", 2, 48),
+    (1.2, "xid", 2, 63),
+    (3.0, "xid", 3, 79),
+]
+
+
+def event_rows(events) -> list[tuple[float, str, int | None, int | None]]:
+    return [(round(e.timestamp - T0, 6), e.kind, e.gpu_index, e.code) for e in events]
+
+
+def test_faulty_events_come_once_in_time_order_none_early() -> None:
+    backend = sim("faulty")
+    seen = []
+    for t in times(0.0, 10.0, 0.1):
+        got = backend.read_events(T0 + t)
+        assert all(e.timestamp <= T0 + t + 1e-9 for e in got), t  # none before its moment
+        assert all(e.timestamp > T0 + t - 0.1 - 1e-9 for e in got), t  # nor late
+        seen += got
+    assert event_rows(seen) == FAULTY_EVENTS
+    assert all(e.source == "sim" for e in seen)
+    assert {e.code: e.message for e in seen if e.kind == "xid"}[79] == "GPU has fallen off the bus"
+    assert backend.read_events(T0 + 100.0) == []
+
+
+def test_faulty_events_read_directly_at_a_late_time_all_at_once() -> None:
+    backend = sim("faulty")
+    assert event_rows(backend.read_events(T0 + 10.0)) == FAULTY_EVENTS
+    assert backend.read_events(T0 + 10.0) == []
+    assert backend.read_events(T0 + 20.0) == []
+
+
+def test_faulty_events_nothing_before_the_first_moment() -> None:
+    backend = sim("faulty")
+    assert backend.read_events(T0 + 0.0) == []
+    assert backend.read_events(T0 + 0.99) == []
+    assert [e.kind for e in backend.read_events(T0 + 1.0)] == ["ecc_double_bit", "xid"]
+    assert [e.code for e in backend.read_events(T0 + 2.9)] == [63]
+    assert [(e.gpu_index, e.code) for e in backend.read_events(T0 + 3.0)] == [(3, 79)]
+
+
+def test_faulty_xid_79_follows_lost_after_s_and_matches_the_loss() -> None:
+    backend = sim("faulty", lost_after_s=5.0)
+    assert [e.code for e in backend.read_events(T0 + 4.99)] == [None, 48, 63]
+    assert not gpu(backend, 4.99, 3).lost
+    (xid,) = backend.read_events(T0 + 5.0)
+    assert (xid.kind, xid.gpu_index, xid.code, xid.timestamp) == ("xid", 3, 79, T0 + 5.0)
+    assert gpu(backend, 5.0, 3).lost
+
+
+def test_events_are_deterministic_across_backends() -> None:
+    a, b = sim("faulty", seed=3), sim("faulty", seed=3)
+    stepped = [e for t in times(0.0, 6.0, 0.25) for e in a.read_events(T0 + t)]
+    assert stepped == b.read_events(T0 + 6.0)
+    c = SimBackend("faulty", seed=3)  # start time taken from the first reading
+    assert c.read_events(T0 - 50.0) == []
+    offsets = [e.timestamp - (T0 - 50.0) for e in c.read_events(T0 - 40.0)]
+    assert offsets == pytest.approx([1.0, 1.0, 1.2, 3.0])
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "faulty"])
+def test_other_scenarios_have_no_events(scenario: str) -> None:
+    backend = sim(scenario)
+    assert backend.read_events(T0 + 600.0) == []
+
+
 # -- signals -------------------------------------------------------------------------------------
 
 

@@ -11,12 +11,22 @@ needs is a knob on :class:`FakeGpu` (values, ``unsupported``, ``errors``, ``all_
 ``missing`` C symbols that raise FunctionNotFound, ``absent`` names the binding lacks). Calls are
 counted in ``calls`` (per function), ``gpu_calls`` (per GPU index and function) and logged in
 ``log``.
+
+Events: ``nvmlEventSetCreate`` / ``nvmlDeviceRegisterEvents`` / ``nvmlEventSetWait`` /
+``nvmlEventSetFree`` work on :class:`FakeEventSet` objects (listed in ``FakeNvml.event_sets``).
+A test feeds them with :meth:`FakeNvml.emit_event` (delivered to every live set registered for that
+GPU and type) and :meth:`FakeNvml.emit_wait_error` (the next waits raise it); ``nvmlEventSetWait``
+blocks on a thread-safe queue up to its timeout and then raises the real ``NVMLError_Timeout``.
+Make the event API unsupported with ``FakeGpu.supported_event_types=0``, ``FakeGpu.unsupported``
+/ ``errors`` (e.g. ``{"nvmlDeviceRegisterEvents": NVMLError_NoPermission}``), ``missing`` or
+``absent`` (e.g. ``{"nvmlEventSetCreate"}``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import queue
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -42,6 +52,16 @@ NVMLError_DriverNotLoaded = _real.NVMLError_DriverNotLoaded
 NVMLError_GpuIsLost = _real.NVMLError_GpuIsLost
 NVMLError_Uninitialized = _real.NVMLError_Uninitialized
 NVMLError_Unknown = _real.NVMLError_Unknown
+NVMLError_Timeout = _real.NVMLError_Timeout
+
+# What an H100 reports from nvmlDeviceGetSupportedEventTypes.
+DEFAULT_EVENT_TYPES = (
+    _real.nvmlEventTypeSingleBitEccError
+    | _real.nvmlEventTypeDoubleBitEccError
+    | _real.nvmlEventTypePState
+    | _real.nvmlEventTypeXidCriticalError
+    | _real.nvmlEventTypeClock
+)
 
 # Device calls that still answer when a FakeGpu has ``all_unsupported=True``.
 ALWAYS_SUPPORTED = frozenset(
@@ -164,6 +184,7 @@ class FakeGpu:
     pcie_throughput_kbs: tuple[int, int] = (0, 0)  # (tx, rx) from nvmlDeviceGetPcieThroughput
     nvlink_tx_kib: int | None = 0  # cumulative, all links (field values 138/139)
     nvlink_rx_kib: int | None = 0
+    supported_event_types: int = DEFAULT_EVENT_TYPES  # 0: no events on this GPU
     # Knobs for failures.
     unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
     unsupported_fields: set[int] = field(default_factory=set)  # field ids reported NOT_SUPPORTED
@@ -200,6 +221,16 @@ class FakeHandle:
     def __repr__(self) -> str:
         suffix = "" if self.mig_slot is None else f", mig={self.mig_slot}"
         return f"FakeHandle({self.gpu_index}{suffix})"
+
+
+@dataclass(eq=False)
+class FakeEventSet:
+    """An ``nvmlEventSet_t``: the GPUs registered on it (index -> event mask) and what waits
+    will return, in order: ``("event", gpu_index, type, data)`` or ``("error", spec)``."""
+
+    registered: dict[int, int] = field(default_factory=dict)
+    pending: queue.Queue[tuple[Any, ...]] = field(default_factory=queue.Queue)
+    freed: bool = False
 
 
 def _raise(spec: ErrorSpec) -> None:
@@ -287,6 +318,7 @@ class FakeNvml:
         self.calls: Counter[str] = Counter()
         self.gpu_calls: Counter[tuple[int, str]] = Counter()
         self.log: list[tuple[str, int | None, tuple[Any, ...], dict[str, Any]]] = []
+        self.event_sets: list[FakeEventSet] = []
 
     def __getattribute__(self, name: str) -> Any:
         if name != "absent" and not name.startswith("_") and name in self.absent:
@@ -306,6 +338,23 @@ class FakeNvml:
 
     def kwargs_of(self, name: str) -> list[dict[str, Any]]:
         return [k for n, _, _, k in self.log if n == name]
+
+    def live_event_sets(self) -> list[FakeEventSet]:
+        return [s for s in self.event_sets if not s.freed]
+
+    def emit_event(self, gpu_index: int, event_type: int, data: int = 0) -> int:
+        """Queue an event from GPU ``gpu_index`` on every live set registered for ``event_type``
+        there (as the driver does); returns how many sets got it."""
+        sets = [s for s in self.live_event_sets() if s.registered.get(gpu_index, 0) & event_type]
+        for event_set in sets:
+            event_set.pending.put(("event", gpu_index, event_type, data))
+        return len(sets)
+
+    def emit_wait_error(self, error: ErrorSpec, count: int = 1) -> None:
+        """Make the next ``count`` waits on every live set raise ``error`` (right away)."""
+        for event_set in self.live_event_sets():
+            for _ in range(count):
+                event_set.pending.put(("error", error))
 
     def _dev(self, handle: FakeHandle) -> tuple[FakeGpu, FakeMig | None]:
         gpu = self.gpus[handle.gpu_index]
@@ -677,6 +726,58 @@ class FakeNvml:
         tx, rx = self._dev(device)[0].pcie_throughput_kbs
         return tx if counter == _real.NVML_PCIE_UTIL_TX_BYTES else rx
 
+    # -- events ------------------------------------------------------------------------------
+
+    @_api
+    def nvmlEventSetCreate(self) -> FakeEventSet:
+        event_set = FakeEventSet()
+        self.event_sets.append(event_set)
+        return event_set
+
+    @_api
+    def nvmlDeviceGetSupportedEventTypes(self, handle: FakeHandle) -> int:
+        gpu, mig = self._dev(handle)
+        if mig is not None:
+            raise NVMLError_NotSupported()  # per-instance events are not supported
+        return gpu.supported_event_types
+
+    @_api
+    def nvmlDeviceRegisterEvents(
+        self, handle: FakeHandle, eventTypes: int, eventSet: FakeEventSet
+    ) -> None:
+        gpu, mig = self._dev(handle)
+        if eventSet.freed:
+            raise NVMLError_InvalidArgument()
+        if mig is not None or not eventTypes or eventTypes & ~gpu.supported_event_types:
+            raise NVMLError_NotSupported()
+        eventSet.registered[gpu.index] = eventSet.registered.get(gpu.index, 0) | eventTypes
+
+    @_api
+    def nvmlEventSetWait(self, eventSet: FakeEventSet, timeoutms: int) -> Any:
+        if eventSet.freed:
+            raise NVMLError_InvalidArgument()
+        try:
+            item = eventSet.pending.get(timeout=max(timeoutms, 0) / 1000)
+        except queue.Empty:
+            raise NVMLError_Timeout() from None
+        if item[0] == "error":
+            _raise(item[1])
+        _, gpu_index, event_type, data = item
+        # The real call returns a c_nvmlEventData_t; its ``device`` cannot hold a FakeHandle.
+        return types.SimpleNamespace(
+            device=FakeHandle(gpu_index),
+            eventType=event_type,
+            eventData=data,
+            gpuInstanceId=UINT_MAX,
+            computeInstanceId=UINT_MAX,
+        )
+
+    @_api
+    def nvmlEventSetFree(self, eventSet: FakeEventSet) -> None:
+        if eventSet.freed:
+            raise NVMLError_InvalidArgument()
+        eventSet.freed = True
+
     # -- processes ---------------------------------------------------------------------------
 
     def _procs(self, handle: FakeHandle, kind: str) -> list[Any]:
@@ -812,7 +913,8 @@ def make_fake_nvml(gpus: Iterable[FakeGpu] | int = 1, **kwargs: Any) -> FakeNvml
     Keyword knobs: ``init_error`` (e.g. ``NVMLError_LibraryNotFound``), ``missing`` (C symbols that
     raise FunctionNotFound, e.g. ``{"nvmlDeviceGetTemperatureV", "nvmlDeviceGetMemoryInfo_v2"}``),
     ``absent`` (names the binding does not have), ``errors`` (function -> error, any GPU),
-    ``driver_version``, ``cuda_driver_version``, ``nvml_version``.
+    ``driver_version``, ``cuda_driver_version``, ``nvml_version``. Events: see the module
+    docstring (``emit_event``, ``emit_wait_error``, ``FakeGpu.supported_event_types``).
     """
     if isinstance(gpus, int):
         gpus = [FakeGpu() for _ in range(gpus)]

@@ -7,13 +7,22 @@ NVLink rates) when asked; ``read_processes`` lists GPU processes with their SM %
 Every per-device call goes through :meth:`NvmlBackend._query`: an answer of "not supported" (or
 a symbol the driver or binding lacks) becomes ``None`` and is remembered per GPU, so that call is
 never made again; ``GpuIsLost`` marks that GPU lost and the other GPUs carry on.
+
+Driver events (XID critical errors, double-bit ECC errors) arrive on one daemon thread that waits
+on an NVML event set (:class:`_EventWatcher`) and queues :class:`~gputui.model.GpuEvent` objects;
+``read_events`` drains that queue without blocking and ``close`` stops the thread before freeing
+the set and shutting NVML down. A driver or binding without the event API means no thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
+import queue
 import socket
+import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +31,7 @@ from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import (
+    GpuEvent,
     GpuInfo,
     GpuSample,
     MigDeviceInfo,
@@ -30,6 +40,8 @@ from gputui.model import (
     ProcessSample,
     ProcessType,
 )
+
+log = logging.getLogger(__name__)
 
 LOST_MESSAGE = "GPU is lost (fell off the bus)"
 KIB = 1024
@@ -99,6 +111,18 @@ _GRAPHICS_CALLS = (
 )
 _PROCESS_UTIL_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
 
+# nvmlEventType* bits (ABI-stable, from nvml.h) and the GpuEvent kind each becomes.
+EVENT_SINGLE_BIT_ECC = 0x1
+EVENT_DOUBLE_BIT_ECC = 0x2
+EVENT_XID = 0x8
+EVENT_KINDS: dict[int, str] = {
+    EVENT_XID: "xid",
+    EVENT_DOUBLE_BIT_ECC: "ecc_double_bit",
+    EVENT_SINGLE_BIT_ECC: "ecc_single_bit",
+}
+WATCHED_EVENTS = EVENT_XID | EVENT_DOUBLE_BIT_ECC
+"""The events registered on every GPU (masked with what each GPU supports)."""
+
 
 def decode_throttle_reasons(mask: int) -> frozenset[str]:
     """NVML clock-event bitmask -> canonical names from :data:`gputui.model.THROTTLE_REASONS`."""
@@ -145,6 +169,10 @@ class NvmlBackend(Backend):
 
     name = "NVML"
 
+    #: How long (ms) the event thread blocks in one ``nvmlEventSetWait``; ``close`` waits about
+    #: this long for the thread to notice its stop flag.
+    event_wait_ms: int = 500
+
     def __init__(self, nvml: ModuleType | Any | None = None) -> None:
         self._injected = nvml
         self._nvml: Any = None
@@ -152,6 +180,7 @@ class NvmlBackend(Backend):
         self._gpus: list[_Gpu] = []
         self._unsupported_errors: tuple[type[BaseException], ...] = ()
         self._lost_errors: tuple[type[BaseException], ...] = ()
+        self._events: _EventWatcher | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -175,20 +204,75 @@ class NvmlBackend(Backend):
             raise BackendUnavailable(_init_reason(nvml, exc)) from None
         self._initialized = True
         try:
-            return self._open_node()
+            node = self._open_node()
         except BackendUnavailable:
             self.close()
             raise
         except nvml.NVMLError as exc:
             self.close()
             raise BackendUnavailable(_init_reason(nvml, exc)) from None
+        self._events = self._start_events()
+        return node
 
     def close(self) -> None:
         if not self._initialized:
             return
         self._initialized = False
+        events, self._events = self._events, None
+        if events is not None:
+            events.close(timeout=self.event_wait_ms / 1000 + 0.5)
         with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
+
+    # -- driver events -----------------------------------------------------------------------
+
+    def read_events(self, now: float) -> list[GpuEvent]:
+        return self._events.drain() if self._events is not None else []
+
+    def _start_events(self) -> _EventWatcher | None:
+        """One event set with every usable GPU registered, watched by one thread; or None (and
+        one log line) when the driver, the binding or the permissions do not allow it."""
+        nvml = self._nvml
+        names = (
+            "nvmlEventSetCreate",
+            "nvmlDeviceGetSupportedEventTypes",
+            "nvmlDeviceRegisterEvents",
+            "nvmlEventSetWait",
+            "nvmlEventSetFree",
+        )
+        if any(getattr(nvml, name, None) is None for name in names):
+            log.info("NVML events unavailable: the binding lacks the event API")
+            return None
+        try:
+            event_set = nvml.nvmlEventSetCreate()
+        except Exception as exc:
+            log.info("NVML events unavailable: %s", exc)
+            return None
+        registered: list[_Gpu] = []
+        reasons: list[str] = []
+        for gpu in self._gpus:
+            if gpu.lost or gpu.handle is None:
+                continue
+            try:
+                mask = WATCHED_EVENTS & nvml.nvmlDeviceGetSupportedEventTypes(gpu.handle)
+                if not mask:
+                    reasons.append(f"GPU {gpu.index}: not supported")
+                    continue
+                nvml.nvmlDeviceRegisterEvents(gpu.handle, mask, event_set)
+            except Exception as exc:  # NotSupported, NoPermission, FunctionNotFound, lost ...
+                reasons.append(f"GPU {gpu.index}: {exc}")
+                continue
+            registered.append(gpu)
+        if not registered:
+            log.info("NVML events unavailable (%s)", "; ".join(reasons) or "no usable GPU")
+            with contextlib.suppress(Exception):
+                nvml.nvmlEventSetFree(event_set)
+            return None
+        if reasons:
+            log.info("NVML events not watched on %s", "; ".join(reasons))
+        watcher = _EventWatcher(nvml, event_set, registered, self.event_wait_ms)
+        watcher.start()
+        return watcher
 
     def _load(self) -> Any:
         if self._injected is not None:
@@ -672,6 +756,104 @@ class NvmlBackend(Backend):
         return {pid: sm for pid, (_, sm) in newest.items()}
 
 
+class _EventWatcher:
+    """One daemon thread looping on ``nvmlEventSetWait`` for one event set, turning each event
+    into a :class:`GpuEvent` on a queue that :meth:`drain` empties without blocking."""
+
+    def __init__(self, nvml: Any, event_set: Any, gpus: Sequence[_Gpu], wait_ms: int) -> None:
+        self._nvml = nvml
+        self.event_set = event_set
+        self._wait_ms = wait_ms
+        self._queue: queue.SimpleQueue[GpuEvent] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        # Handles are new objects per lookup: match an event's device by its pointer value (real
+        # binding) or, failing that, by its UUID.
+        self._by_address: dict[int, int | None] = {
+            address: gpu.index for gpu in gpus if (address := _address(gpu.handle)) is not None
+        }
+        self._by_uuid = {gpu.info.uuid: gpu.index for gpu in gpus if gpu.info and gpu.info.uuid}
+        self._timeout_errors = _classes(nvml, "NVMLError_Timeout")
+        # The set or the library is gone: nothing will ever arrive again.
+        self._fatal_errors = _classes(nvml, "NVMLError_Uninitialized", "NVMLError_InvalidArgument")
+        self._logged: set[type[BaseException]] = set()
+        self.thread = threading.Thread(target=self._run, name="gputui-nvml-events", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def drain(self) -> list[GpuEvent]:
+        events: list[GpuEvent] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                events.append(self._queue.get_nowait())
+        return events
+
+    def close(self, timeout: float) -> None:
+        """Stop the thread, then free the event set (left alone if the thread is still inside
+        ``nvmlEventSetWait``: freeing it under the waiter is not safe; shutdown reclaims it)."""
+        self._stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+        if self.thread.is_alive():
+            log.warning("NVML event thread did not stop; not freeing its event set")
+            return
+        with contextlib.suppress(Exception):
+            self._nvml.nvmlEventSetFree(self.event_set)
+
+    def _run(self) -> None:
+        nvml = self._nvml
+        while not self._stop.is_set():
+            try:
+                data = nvml.nvmlEventSetWait(self.event_set, self._wait_ms)
+            except self._timeout_errors:
+                continue
+            except self._fatal_errors as exc:
+                log.info("NVML event thread stops: %s", exc)
+                return
+            except nvml.NVMLError as exc:  # GpuIsLost, Unknown ...: back off, keep watching
+                self._note(exc)
+                self._stop.wait(self._wait_ms / 1000)
+                continue
+            except Exception:
+                log.exception("NVML event thread failed")
+                return
+            try:
+                event = self._event(data)
+            except Exception:  # a struct we cannot read: drop that event, keep watching
+                log.debug("unreadable NVML event %r", data, exc_info=True)
+                continue
+            self._queue.put(event)
+
+    def _note(self, exc: BaseException) -> None:
+        if type(exc) not in self._logged:
+            self._logged.add(type(exc))
+            log.info("NVML event wait failed: %s", exc)
+
+    def _event(self, data: Any) -> GpuEvent:
+        event_type = int(data.eventType)
+        kind = EVENT_KINDS.get(event_type, f"nvml_event_{event_type:#x}")
+        return GpuEvent(
+            timestamp=time.time(),
+            kind=kind,
+            gpu_index=self._gpu_index(data.device),
+            code=int(data.eventData) if event_type == EVENT_XID else None,
+            message=None,
+            source="driver",
+        )
+
+    def _gpu_index(self, device: Any) -> int | None:
+        address = _address(device)
+        if address is not None and address in self._by_address:
+            return self._by_address[address]
+        try:
+            index = self._by_uuid.get(_text(self._nvml.nvmlDeviceGetUUID(device)))
+        except Exception:
+            index = None
+        if address is not None:
+            self._by_address[address] = index
+        return index
+
+
 # -- small pure helpers ---------------------------------------------------------------------------
 
 
@@ -756,6 +938,14 @@ def _watts(milliwatts: Any) -> float | None:
 
 def _float(value: Any) -> float | None:
     return float(value) if value is not None else None
+
+
+def _address(handle: Any) -> int | None:
+    """The pointer value of a ctypes device handle (None for NULL or a non-ctypes object)."""
+    try:
+        return ctypes.cast(handle, ctypes.c_void_p).value
+    except (ctypes.ArgumentError, TypeError):
+        return None
 
 
 def _text(value: Any) -> str:

@@ -2,7 +2,9 @@
 
 Every reading is a pure function of (scenario, seed, elapsed time, processes signalled so far),
 where elapsed = ``now - start_time``: reading at t=10 directly equals reading t=1..10 in steps, and
-two backends with the same seed and the same ``now`` values agree sample for sample.
+two backends with the same seed and the same ``now`` values agree sample for sample. Scripted
+events (:meth:`SimBackend.read_events`) are the one stateful part: each is returned once, by the
+first read at or after its moment, stamped with that moment.
 
 Per GPU the activity is a list of :class:`_Segment`: a track (all its live processes composed) that
 holds from a start time on. A process starting or being killed opens a new segment; the thermal lag
@@ -22,7 +24,7 @@ from gputui.backends.sim.hostsim import HostSim
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.physics import BoardReading
 from gputui.backends.sim.scenarios import SCENARIOS, GpuPlan, ProcPlan, build
-from gputui.model import GpuInfo, GpuSample, HostSample, NodeInfo, ProcessSample
+from gputui.model import GpuEvent, GpuInfo, GpuSample, HostSample, NodeInfo, ProcessSample
 
 LOST_ERROR = "GPU is lost (fell off the bus)"
 WINDOW_S = 1.0
@@ -82,6 +84,8 @@ class SimBackend(Backend):
         self._compose_cache: dict[tuple[int, ...], wl.Track] = {}
         self._segments = [self._build_segments(g) for g in self._gpus]
         self._node: NodeInfo | None = None
+        self._events = tuple(sorted(self._plan.events, key=lambda e: e.at_s))
+        self._next_event = 0  # events before this one were already returned
 
     # -- the Backend contract --------------------------------------------------------------------
 
@@ -140,6 +144,25 @@ class SimBackend(Backend):
                     )
                 )
         out.sort(key=lambda s: (s.gpu_index, s.pid))
+        return out
+
+    def read_events(self, now: float) -> list[GpuEvent]:
+        t = self._elapsed(now)
+        origin = self.start_time if self.start_time is not None else now - t
+        out: list[GpuEvent] = []
+        while self._next_event < len(self._events) and self._events[self._next_event].at_s <= t:
+            e = self._events[self._next_event]
+            self._next_event += 1
+            out.append(
+                GpuEvent(
+                    timestamp=origin + e.at_s,
+                    kind=e.kind,
+                    gpu_index=e.gpu,
+                    code=e.code,
+                    message=e.message,
+                    source="sim",
+                )
+            )
         return out
 
     def read_host(self, now: float) -> HostSample | None:

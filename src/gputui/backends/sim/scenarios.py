@@ -73,6 +73,17 @@ class ProcPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class EventPlan:
+    """A scripted driver event: reported once, when the simulation reaches ``at_s``."""
+
+    at_s: float
+    kind: str
+    gpu: int
+    code: int | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HostPlan:
     hostname: str
     memory_total_bytes: int
@@ -93,6 +104,7 @@ class Plan:
     gpus: tuple[GpuPlan, ...]
     procs: tuple[ProcPlan, ...]
     host: HostPlan
+    events: tuple[EventPlan, ...] = ()
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -324,7 +336,24 @@ def _faulty(seed: int, lost_after_s: float) -> Plan:
         gpus=tuple(gpus),
         procs=tuple(procs),
         host=_dgx_host(r, "dgx-h100-13", 8),
+        events=_faulty_events(lost_after_s),
     )
+
+
+ECC_EVENT_S = 1.0
+"""When the ``faulty`` scenario's GPU 2 reports its double-bit ECC error."""
+
+
+def _faulty_events(lost_after_s: float) -> tuple[EventPlan, ...]:
+    """GPU 2: a double-bit ECC error (with its XID 48), then the row-remap XID 63; GPU 3: XID 79
+    when it falls off the bus. In time order (stable for equal times)."""
+    events = [
+        EventPlan(ECC_EVENT_S, "ecc_double_bit", 2, message="uncorrectable double-bit ECC error"),
+        EventPlan(ECC_EVENT_S, "xid", 2, 48, "DBE (double bit error) ECC error"),
+        EventPlan(ECC_EVENT_S + 0.2, "xid", 2, 63, "ECC page retirement or row remapping event"),
+        EventPlan(lost_after_s, "xid", 3, 79, "GPU has fallen off the bus"),
+    ]
+    return tuple(sorted(events, key=lambda e: e.at_s))
 
 
 def _a100_pcie(seed: int) -> Plan:
