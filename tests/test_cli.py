@@ -112,3 +112,35 @@ def test_dashboard_without_a_terminal_says_so_instead_of_hanging() -> None:
     assert result.returncode == 2
     assert "needs a terminal" in result.stderr and "gputui snapshot" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_snapshot_json_includes_the_health_findings(capsys) -> None:
+    assert cli.main(["snapshot", "--backend", "sim:faulty", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by_rule = {(f["rule"], f["gpu_index"]) for f in data["findings"]}
+    assert ("ecc_uncorrected", 2) in by_rule
+    assert ("pcie_link", 6) in by_rule
+    assert ("throttle", 5) in by_rule
+    for f in data["findings"]:
+        assert f["severity"] in ("ok", "info", "warn", "fail") and f["message"]
+    assert "events" in data
+
+
+def test_snapshot_text_lists_findings_after_the_gpu_table(capsys) -> None:
+    assert cli.main(["snapshot", "--backend", "sim:faulty"]) == 0
+    out = capsys.readouterr().out
+    assert "Findings (" in out
+    assert out.index("Findings (") > out.index("SM CLOCK") and out.index("Findings (") < out.index(
+        "PID"
+    )
+    assert "fail  GPU 2" in out and "uncorrected ECC" in out
+    assert "GPU 6 PCIe link at Gen3 x8" in out
+
+
+def test_snapshot_text_says_no_findings_on_a_healthy_node(sim_sampler) -> None:
+    from gputui.report import render_snapshot
+
+    snapshot = sim_sampler("rtx4090", polls=1).latest
+    assert snapshot.findings == ()  # no health monitor on this sampler
+    text = render_snapshot(snapshot)
+    assert "No findings." in text and "Findings (" not in text

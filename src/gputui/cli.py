@@ -1,6 +1,8 @@
-"""Command line: ``gputui`` (the dashboard), ``gputui snapshot`` (one reading, text or JSON).
+"""Command line: ``gputui`` (the dashboard), ``gputui snapshot`` (one reading, text or JSON),
+``gputui check`` (health verdict for a prolog, a fresh instance or CI; see :mod:`gputui.check`).
 
 Exit codes: 0 success; 2 no usable GPU backend, a bad argument or no terminal; 130 interrupted.
+``check``: 0 healthy, 1 warnings, 2 failed (or no usable GPU).
 Everything a user can get wrong ends in a one-paragraph message, never a traceback.
 """
 
@@ -84,14 +86,86 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument(
         "--json", action="store_true", help="JSON (schema: docs/snapshot-schema.md)"
     )
+    check = commands.add_parser(
+        "check",
+        help="judge the node's health in a few seconds and exit 0 / 1 / 2",
+        description="Judge the node's health in a few seconds, without loading the GPUs. "
+        "Exit status: 0 healthy, 1 warnings, 2 failed or no usable GPU / driver.",
+    )
+    _add_common(check, suppress=True)
+    check.add_argument(
+        "--expect-gpus",
+        type=_gpu_count,
+        metavar="N",
+        help="fail when fewer GPUs are present (default: the count Slurm allocated, if any)",
+    )
+    check.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="judge only these GPUs: NVML indices or UUIDs, e.g. 0,1 "
+        "(default: CUDA_VISIBLE_DEVICES when set, else all)",
+    )
+    check.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
+    check.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="RULE[,RULE]",
+        help="leave out a rule's findings (repeatable; see --list-rules)",
+    )
+    check.add_argument("--json", action="store_true", help="JSON (schema: docs/check-json.md)")
+    check.add_argument(
+        "--list-rules", action="store_true", help="print the rule ids and what each checks"
+    )
     return parser
+
+
+def _gpu_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GPUs") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the number of GPUs cannot be negative")
+    return value
+
+
+def _ignored_rules(values: list[str], parser: argparse.ArgumentParser) -> frozenset[str]:
+    from gputui.check import all_rules
+
+    rules = all_rules()
+    ids = {r for v in values for r in v.split(",") if r.strip()}
+    ids = {r.strip() for r in ids}
+    unknown = sorted(ids - rules.keys())
+    if unknown:
+        parser.error(
+            f"--ignore: unknown rule {', '.join(unknown)} (valid: {', '.join(sorted(rules))})"
+        )
+    return frozenset(ids)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "check" and args.list_rules:
+        from gputui.check import list_rules
+
+        print(list_rules())
+        return EXIT_OK
     spec = _backend_spec(args, parser)
     try:
+        if args.command == "check":
+            from gputui.check import run_check
+
+            return run_check(
+                spec,
+                seed=args.seed,
+                expect_gpus=args.expect_gpus,
+                gpus=args.gpus,
+                strict=args.strict,
+                ignore=_ignored_rules(args.ignore, parser),
+                as_json=args.json,
+            )
         if args.command == "snapshot":
             return run_snapshot(spec, seed=args.seed, as_json=args.json)
         return run_tui(
@@ -121,8 +195,16 @@ def _backend_spec(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     return args.backend
 
 
-def _open_sampler(spec: str, *, seed: int, interval: float, slow_interval: float | None = None):
-    """Open the backend and wrap it in a Sampler; on failure print why and return None."""
+def _open_sampler(
+    spec: str,
+    *,
+    seed: int,
+    interval: float,
+    slow_interval: float | None = None,
+    pre_job: bool = False,
+):
+    """Open the backend and wrap it in a Sampler that evaluates the health rules after each
+    reading; on failure print why and return None."""
     from gputui.backends import NoBackend, open_backend
     from gputui.sampler import Sampler
 
@@ -131,7 +213,21 @@ def _open_sampler(spec: str, *, seed: int, interval: float, slow_interval: float
     except NoBackend as exc:
         print(no_backend_message(exc.reasons, spec), file=sys.stderr)
         return None
-    return Sampler(backend, interval=interval, slow_interval=slow_interval, node=node)
+    return Sampler(
+        backend,
+        interval=interval,
+        slow_interval=slow_interval,
+        node=node,
+        health=_health_monitor(pre_job=pre_job),
+    )
+
+
+def _health_monitor(*, pre_job: bool):
+    """The health rules with this machine's defaults (Slurm's GPU count, the user, torch)."""
+    from gputui import health
+
+    config = health.HealthConfig(pre_job=pre_job, torch_cuda_version=health.torch_cuda_version())
+    return health.HealthMonitor(config)
 
 
 def no_backend_message(reasons: list[tuple[str, str]], spec: str) -> str:

@@ -19,16 +19,24 @@ from gputui.format import (
     fmt_temp,
     short_gpu_name,
 )
-from gputui.model import GpuSample, ProcessSample, Snapshot, describe_throttle
+from gputui.model import (
+    Finding,
+    GpuSample,
+    ProcessSample,
+    Snapshot,
+    describe_throttle,
+)
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
 
 
 def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
-    """The node line, a GPU table, the host line and a process table; ``width`` cuts long lines."""
+    """The node line, a GPU table, the health findings, the host line and a process table;
+    ``width`` cuts long lines."""
     lines = [_node_line(snapshot), ""]
     lines += _table(GPU_COLUMNS, [_gpu_row(snapshot, s) for s in snapshot.gpus])
+    lines += ["", *render_findings(snapshot.findings)]
     if snapshot.host is not None:
         lines += ["", _host_line(snapshot)]
     lines.append("")
@@ -40,6 +48,21 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     if width:
         lines = [line[:width] for line in lines]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
+    """``severity  GPU n  message  [rule]`` with the hint indented below, in the order given (the
+    health monitor's: worst first, hardware faults before busy GPUs)."""
+    if not findings:
+        return ["No findings."]
+    lines = [f"Findings ({len(findings)}):"]
+    for f in findings:
+        where = "node" if f.gpu_index is None else f"GPU {f.gpu_index}"
+        cleared = "" if f.active else " (cleared)"
+        lines.append(f"  {f.severity:<4}  {where:<6}  {f.message}{cleared}  [{f.rule}]")
+        if f.hint:
+            lines.append(f"                {f.hint}")
+    return lines
 
 
 def _node_line(snapshot: Snapshot) -> str:

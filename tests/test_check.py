@@ -1,0 +1,213 @@
+"""``gputui check``: verdicts, exit codes, GPU selection, --ignore / --strict, and the JSON schema.
+
+Most tests run the check in-process on a fake clock (instant); one runs the real command line on the
+``faulty`` simulated node (about a second)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.test_cli import REASONS, run_gputui
+
+from gputui import check, cli
+from gputui.backends import NoBackend
+from gputui.demo import FakeClock
+
+A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
+
+
+def run(spec: str, capsys, *, environ=None, kernel_log=None, **options):
+    """run_check on a fake clock; returns (exit code, stdout)."""
+    clock = FakeClock()
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    code = check.run_check(
+        spec,
+        clock=clock,
+        sleep=sleep,
+        environ=environ or {},
+        kernel_log=kernel_log,
+        **options,
+    )
+    out, _err = capsys.readouterr()
+    return code, out
+
+
+def run_json(spec: str, capsys, **options) -> dict:
+    code, out = run(spec, capsys, as_json=True, **options)
+    data = json.loads(out)
+    assert data["exit_code"] == code
+    return data
+
+
+def test_faulty_node_fails_naming_each_fault_end_to_end() -> None:
+    result = run_gputui("check", "--backend", "sim:faulty", timeout=30)
+    assert result.returncode == 2, result.stderr
+    out = result.stdout
+    first = out.splitlines()[0]
+    assert first.startswith("FAILED (") and "dgx-h100-13" in first and "sim:faulty" in first
+    assert "8 GPUs" in first
+    assert "GPU 3 lost" in out  # fell off the bus
+    assert "GPU 2: 1 uncorrected ECC error" in out
+    assert "GPU 5 clocks held down: HW thermal slowdown" in out
+    assert "GPU 6 PCIe link at Gen3 x8" in out
+    assert "GPU 3  H100  fail" in out
+    assert "Traceback" not in result.stderr
+
+
+def test_busy_demo_node_fails_a_pre_job_check_only_for_other_users_work(capsys) -> None:
+    # dgx-h100 runs a training job: for a pre-job check other users' processes are failures.
+    data = run_json("sim:dgx-h100", capsys)
+    assert data["verdict"] == "failed"
+    assert {f["rule"] for f in data["findings"]} == {"other_processes"}
+    # Without that rule the node itself is healthy.
+    code, out = run("sim:dgx-h100", capsys, ignore={"other_processes"})
+    assert code == 0
+    assert out.startswith("HEALTHY · dgx-h100-07 · sim:dgx-h100 · 8 GPUs\n")
+    assert "No findings." in out
+
+
+def test_warning_exits_1_and_strict_makes_it_a_failure(capsys) -> None:
+    def log() -> list[str]:
+        return ["[    1.0] unrelated boot message", A100_GPU0_XID63]
+
+    opts = {"ignore": {"other_processes"}, "kernel_log": log}
+    code, out = run("sim:a100-pcie", capsys, **opts)
+    assert code == 1
+    assert out.startswith("WARNINGS (1) · gpu-a100-02")
+    assert "XID 63 on GPU 0" in out
+    code, out = run("sim:a100-pcie", capsys, strict=True, **opts)
+    assert code == 2
+    assert out.startswith("FAILED (1)")
+    # Without the kernel log line the same node is healthy.
+    assert run("sim:a100-pcie", capsys, ignore={"other_processes"}, kernel_log=lambda: [])[0] == 0
+
+
+def test_unreadable_kernel_log_is_listed_as_not_checked(capsys) -> None:
+    data = run_json("sim:a100-pcie", capsys, ignore={"other_processes"}, kernel_log=lambda: None)
+    assert any("kernel log not readable" in item for item in data["not_checked"])
+    assert any("dmesg_restrict" in item for item in data["not_checked"])
+    readable = run_json("sim:a100-pcie", capsys, kernel_log=lambda: [])
+    assert not any("kernel log" in item for item in readable["not_checked"])
+
+
+def test_ignore_removes_a_rules_findings(capsys) -> None:
+    data = run_json("sim:faulty", capsys, ignore={"other_processes", "pcie_link"})
+    rules = {f["rule"] for f in data["findings"]}
+    assert "pcie_link" not in rules and "gpu_lost" in rules
+    assert {g["index"]: g["status"] for g in data["gpus"]}[6] == "ok"
+
+
+@pytest.mark.parametrize("value", ["pcie_link,bogus_rule", "nope"])
+def test_unknown_ignore_id_is_an_argument_error_listing_the_valid_ones(capsys, value) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["check", "--demo", "--ignore", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown rule" in err and "gpu_lost" in err and "pcie_link" in err
+
+
+def test_gpus_option_restricts_the_judged_gpus(capsys) -> None:
+    data = run_json("sim:faulty", capsys, gpus="0,1", ignore={"other_processes"})
+    assert data["checked_gpus"] == [0, 1]
+    assert [g["index"] for g in data["gpus"]] == [0, 1]
+    assert data["verdict"] == "healthy" and data["findings"] == []
+    code, out = run("sim:faulty", capsys, gpus="6", ignore={"other_processes"})
+    assert code == 1 and "GPU 6 PCIe link" in out and "GPU 3" not in out
+    assert "Judged: GPUs 6 (from --gpus; the node has 8)." in out
+
+
+def test_gpus_option_naming_a_missing_gpu_exits_2(capsys) -> None:
+    assert check.run_check("sim:faulty", gpus="9", kernel_log=None, environ={}) == 2
+    assert "no such GPU 9" in capsys.readouterr().err
+
+
+def test_cuda_visible_devices_by_uuid_and_index(capsys) -> None:
+    from gputui.backends.sim import SimBackend
+
+    node = SimBackend("faulty").open()
+    uuid6 = node.gpu(6).uuid
+    env = {"CUDA_VISIBLE_DEVICES": uuid6}
+    data = run_json("sim:faulty", capsys, environ=env, ignore={"other_processes"})
+    assert data["checked_gpus"] == [6]
+    assert data["verdict"] == "warnings"
+    assert not any("CUDA_DEVICE_ORDER" in n for n in data["notes"])  # UUIDs are exact
+
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    code, out = run("sim:faulty", capsys, environ=env, ignore={"other_processes"})
+    assert code == 2 and "GPU 3 lost" in out and "GPU 6" not in out
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in out
+    assert "from CUDA_VISIBLE_DEVICES" in out
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    assert "CUDA_DEVICE_ORDER" not in run("sim:faulty", capsys, environ=env)[1]
+
+    # --gpus wins over the environment.
+    data = run_json("sim:faulty", capsys, environ=env, gpus="0", ignore={"other_processes"})
+    assert data["checked_gpus"] == [0]
+
+
+def test_cuda_visible_devices_naming_an_absent_gpu_fails(capsys) -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "GPU-00000000-dead-beef-0000-000000000000"}
+    data = run_json("sim:a100-pcie", capsys, environ=env, ignore={"other_processes"})
+    assert data["verdict"] == "failed"
+    assert [f["rule"] for f in data["findings"]] == ["visible_devices"]
+    data = run_json(
+        "sim:a100-pcie", capsys, environ=env, ignore={"other_processes", "visible_devices"}
+    )
+    assert data["verdict"] == "healthy"
+
+
+def test_json_schema(capsys) -> None:
+    data = run_json("sim:faulty", capsys)
+    assert set(data) == {
+        "verdict",
+        "exit_code",
+        "strict",
+        "hostname",
+        "backend",
+        "checked_gpus",
+        "findings",
+        "gpus",
+        "not_checked",
+        "notes",
+        "duration_s",
+        "schema_version",
+    }
+    assert data["verdict"] == "failed" and data["exit_code"] == 2
+    assert data["hostname"] == "dgx-h100-13" and data["backend"] == "sim:faulty"
+    assert data["checked_gpus"] == list(range(8))
+    assert isinstance(data["duration_s"], float) and data["schema_version"] == 1
+    assert all(isinstance(item, str) for item in data["not_checked"])
+    for g in data["gpus"]:
+        assert set(g) == {"index", "name", "uuid", "status"}
+        assert g["status"] in ("ok", "warn", "fail") and g["uuid"].startswith("GPU-")
+    for f in data["findings"]:
+        assert {"rule", "severity", "message", "hint", "gpu_index", "active"} <= set(f)
+        assert f["severity"] in ("ok", "info", "warn", "fail")
+    lost = [f for f in data["findings"] if f["rule"] == "gpu_lost"]
+    assert [f["gpu_index"] for f in lost] == [3]
+    assert {g["index"]: g["status"] for g in data["gpus"]}[3] == "fail"
+
+
+def test_no_gpu_exits_2_with_the_message(monkeypatch, capsys) -> None:
+    def refuse(spec: str = "auto", *, seed: int = 0):
+        raise NoBackend(REASONS)
+
+    monkeypatch.setattr("gputui.backends.open_backend", refuse)
+    for argv in (["check"], ["check", "--json"]):
+        assert cli.main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert "NVML: libnvidia-ml.so.1 not found" in err and "gputui --demo" in err
+
+
+def test_list_rules_names_every_rule(capsys) -> None:
+    from gputui.health import RULES
+
+    assert cli.main(["check", "--list-rules"]) == 0
+    out = capsys.readouterr().out
+    for rule in [*RULES, "visible_devices"]:
+        assert any(line.startswith(rule + " ") for line in out.splitlines()), rule

@@ -1,0 +1,548 @@
+"""Health rules on crafted snapshots (trigger and near miss), the monitor's state, Slurm and torch
+version discovery, and the faulty simulated node end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.demo import fake_clock_sampler
+from gputui.health import (
+    RULES,
+    HealthConfig,
+    HealthMonitor,
+    RuleContext,
+    gpu_severity,
+    is_datacenter_gpu,
+    slurm_expected_gpus,
+    torch_cuda_version,
+    worst,
+)
+from gputui.model import Finding, GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+
+T = 1_700_000_000.0
+GIB = 1024**3
+
+
+def info(index: int = 0, **kw: Any) -> GpuInfo:
+    base: dict[str, Any] = dict(
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        uuid=f"GPU-{index}",
+        vendor="nvidia",
+        pci_bus_id=f"00000000:{0x18 + index:02X}:00.0",
+        pcie_max_gen=5,
+        pcie_max_width=16,
+        temperature_slowdown_c=89.0,
+        ecc_enabled=True,
+        persistence_mode=True,
+        power_default_limit_w=700.0,
+    )
+    base.update(kw)
+    return GpuInfo(**base)
+
+
+def sample(index: int = 0, **kw: Any) -> GpuSample:
+    base: dict[str, Any] = dict(
+        index=index,
+        timestamp=T,
+        utilization_gpu_pct=50.0,
+        memory_used_bytes=0,
+        memory_free_bytes=80 * GIB,
+        temperature_gpu_c=60.0,
+        pcie_gen=5,
+        pcie_width=16,
+        power_limit_w=700.0,
+        throttle_reasons=frozenset(),
+        ecc_volatile_uncorrected=0,
+        ecc_aggregate_uncorrected=0,
+        retired_pages_pending=False,
+        remapped_rows_pending=False,
+        remapped_rows_failure=False,
+    )
+    base.update(kw)
+    return GpuSample(**base)
+
+
+def snap(
+    samples: tuple[GpuSample, ...] = (),
+    infos: tuple[GpuInfo, ...] | None = None,
+    *,
+    t: float = T,
+    processes: tuple[ProcessSample, ...] = (),
+    events: tuple[GpuEvent, ...] = (),
+    runtime: str | None = "12.4",
+) -> Snapshot:
+    samples = samples or (sample(),)
+    infos = infos if infos is not None else tuple(info(s.index) for s in samples)
+    node = NodeInfo(hostname="n", backend="nvml", gpus=infos, runtime_version=runtime)
+    samples = tuple(dataclasses.replace(s, timestamp=t) for s in samples)
+    return Snapshot(timestamp=t, node=node, gpus=samples, processes=processes, events=events)
+
+
+def run(rule: str, snapshot: Snapshot, config: HealthConfig | None = None, **kw: Any) -> list:
+    ctx = RuleContext(snapshot=snapshot, config=config or HealthConfig(current_user="me"), **kw)
+    return list(RULES[rule][0](ctx))
+
+
+def proc(pid: int = 100, gpu: int = 0, user: str = "bob", mem: int = 10 * GIB, **kw: Any):
+    return ProcessSample(
+        pid=pid, gpu_index=gpu, user=user, gpu_memory_bytes=mem, name="python", **kw
+    )
+
+
+# -- rules: trigger and near miss --------------------------------------------------------------
+
+
+def test_not_responding() -> None:
+    (f,) = run("not_responding", snap((sample(error="Unknown Error"),)))
+    assert f.severity == "fail" and f.gpu_index == 0 and "Unknown Error" in f.message
+    node_level = Snapshot(timestamp=T, node=snap().node, gpus=())
+    (f,) = run("not_responding", node_level)
+    assert f.gpu_index is None and "no readings" in f.message
+    empty = Snapshot(timestamp=T, node=NodeInfo(hostname="n", backend="nvml", gpus=()), gpus=())
+    assert run("not_responding", empty)[0].severity == "fail"
+    # near miss: a healthy reading, and a lost GPU (its own rule)
+    assert run("not_responding", snap()) == []
+    assert run("not_responding", snap((sample(lost=True, error="lost"),))) == []
+
+
+def test_gpu_lost() -> None:
+    (f,) = run("gpu_lost", snap((sample(0), sample(3, lost=True, error="fell off the bus"))))
+    assert f.severity == "fail" and f.gpu_index == 3 and "GPU 3 lost" in f.message
+    assert "nvidia-smi -r" in f.hint
+    assert run("gpu_lost", snap((sample(0), sample(3)))) == []
+
+
+def test_gpu_count() -> None:
+    two = snap((sample(0), sample(1)))
+    (f,) = run("gpu_count", two, expected_gpus=3)
+    assert f.severity == "fail" and "2 GPU(s) visible, 3 expected" in f.message
+    assert run("gpu_count", two, expected_gpus=2) == []
+    assert run("gpu_count", two, expected_gpus=1) == []  # more is fine (Slurm share)
+    assert run("gpu_count", two, expected_gpus=None) == []
+
+
+def test_slurm_expected_gpus() -> None:
+    assert slurm_expected_gpus({}) is None
+    assert slurm_expected_gpus({"SLURM_GPUS_ON_NODE": "4"}) is None  # not in a job
+    assert slurm_expected_gpus({"SLURM_JOB_ID": "7", "SLURM_GPUS_ON_NODE": "4"}) == 4
+    assert slurm_expected_gpus({"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,1,5"}) == 3
+    assert slurm_expected_gpus({"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,4-7"}) == 5
+    assert slurm_expected_gpus({"SLURM_JOB_ID": "7"}) is None
+    monitor = HealthMonitor(HealthConfig(), env={"SLURM_JOB_ID": "1", "SLURM_GPUS_ON_NODE": "2"})
+    assert monitor.expected_gpus == 2
+    assert HealthMonitor(HealthConfig(expect_gpus=8), env={}).expected_gpus == 8
+
+
+def _xid(code: int, gpu: int | None = 0, t: float = T) -> GpuEvent:
+    return GpuEvent(timestamp=t, kind="xid", gpu_index=gpu, code=code)
+
+
+def test_xid_graded_with_meaning() -> None:
+    events = (_xid(79, 3), _xid(79, 3, T + 5), _xid(13, 1), _xid(999, 2))
+    found = {f.key: f for f in run("xid", snap(), events=events)}
+    lost = found["xid:3:79"]
+    assert lost.severity == "fail" and "fallen off the bus" in lost.message
+    assert "(×2)" in lost.message and (lost.first_seen, lost.last_seen) == (T, T + 5)
+    assert found["xid:1:13"].severity == "info"
+    assert found["xid:2:999"].severity == "warn"
+    assert "see NVIDIA's XID catalog" in found["xid:2:999"].message
+    # near miss: other event kinds are not XIDs
+    ecc = GpuEvent(timestamp=T, kind="ecc_single_bit", gpu_index=0)
+    assert run("xid", snap(), events=(ecc,)) == []
+
+
+def test_gpu_event() -> None:
+    dbe = GpuEvent(timestamp=T, kind="ecc_double_bit", gpu_index=2)
+    sbe = GpuEvent(timestamp=T, kind="ecc_single_bit", gpu_index=2)
+    found = {f.key: f for f in run("gpu_event", snap(), events=(dbe, sbe))}
+    assert found["gpu_event:2:ecc_double_bit"].severity == "fail"
+    assert found["gpu_event:2:ecc_single_bit"].severity == "info"
+    assert run("gpu_event", snap(), events=(_xid(48),)) == []
+
+
+def test_ecc_uncorrected() -> None:
+    (f,) = run("ecc_uncorrected", snap((sample(2, ecc_volatile_uncorrected=1),)))
+    assert f.severity == "fail" and f.gpu_index == 2
+    assert run("ecc_uncorrected", snap((sample(2, ecc_volatile_uncorrected=0),))) == []
+    assert run("ecc_uncorrected", snap((sample(2, ecc_volatile_uncorrected=None),))) == []
+
+
+def test_ecc_aggregate() -> None:
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)))
+    assert f.severity == "warn" and "3 uncorrected" in f.message and "up from" not in f.message
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)), ecc_baseline={0: 1})
+    assert "up from 1" in f.message
+    assert run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=0),))) == []
+
+
+def test_retired_pages() -> None:
+    (f,) = run("retired_pages", snap((sample(retired_pages_pending=True),)))
+    assert f.severity == "fail"
+    assert run("retired_pages", snap((sample(retired_pages_pending=False),))) == []
+
+
+def test_row_remap() -> None:
+    (f,) = run("row_remap", snap((sample(remapped_rows_failure=True),)))
+    assert f.severity == "fail" and "RMA" in f.hint
+    (f,) = run("row_remap", snap((sample(remapped_rows_pending=True),)))
+    assert f.severity == "warn" and "reset needed" in f.message
+    assert run("row_remap", snap((sample(remapped_rows_correctable=4),))) == []
+
+
+def test_ecc_disabled_on_datacenter_only() -> None:
+    (f,) = run("ecc_disabled", snap(infos=(info(ecc_enabled=False),)))
+    assert f.severity == "warn"
+    consumer = info(name="NVIDIA GeForce RTX 4090", ecc_enabled=False)
+    assert run("ecc_disabled", snap(infos=(consumer,))) == []
+    assert run("ecc_disabled", snap(infos=(info(ecc_enabled=True),))) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "datacenter"),
+    [
+        ("NVIDIA H100 80GB HBM3", True),
+        ("NVIDIA A100-SXM4-80GB", True),
+        ("NVIDIA H200", True),
+        ("NVIDIA GH200 480GB", True),
+        ("Tesla V100-SXM2-32GB", True),
+        ("AMD Instinct MI300X", True),
+        ("NVIDIA GeForce RTX 4090", False),
+        ("NVIDIA RTX A6000", False),
+        ("NVIDIA L40S", False),
+        ("Tesla T4", False),
+        ("NVIDIA A10G", False),
+        ("AMD Radeon RX 7900 XTX", False),
+    ],
+)
+def test_is_datacenter_gpu(name: str, datacenter: bool) -> None:
+    assert is_datacenter_gpu(info(name=name)) is datacenter
+
+
+def test_throttle_trouble_vs_normal() -> None:
+    (f,) = run("throttle", snap((sample(throttle_reasons=frozenset({"hw_thermal"})),)))
+    assert f.severity == "fail" and "HW thermal" in f.message
+    (f,) = run("throttle", snap((sample(throttle_reasons=frozenset({"hw_power_brake"})),)))
+    assert f.severity == "fail" and "power" in f.hint
+    (f,) = run("throttle", snap((sample(throttle_reasons=frozenset({"sw_thermal"})),)))
+    assert f.severity == "warn"
+    normal = frozenset({"gpu_idle", "sw_power_cap", "applications_clocks"})
+    assert run("throttle", snap((sample(throttle_reasons=normal),))) == []
+
+
+def test_power_limit() -> None:
+    (f,) = run("power_limit", snap((sample(power_limit_w=500.0),)))
+    assert f.severity == "warn" and "500W" in f.message and "700W" in f.message
+    assert run("power_limit", snap((sample(power_limit_w=699.5),))) == []
+
+
+def test_temperature() -> None:
+    (f,) = run("temperature", snap((sample(temperature_gpu_c=89.0),)))
+    assert f.severity == "fail" and "89°C" in f.message
+    (f,) = run("temperature", snap((sample(temperature_gpu_c=84.0),)))
+    assert f.severity == "warn"
+    assert run("temperature", snap((sample(temperature_gpu_c=83.0),))) == []
+    assert run("temperature", snap(infos=(info(temperature_slowdown_c=None),))) == []
+
+
+def test_pcie_link_judged_under_load_only() -> None:
+    (f,) = run("pcie_link", snap((sample(6, pcie_gen=3, pcie_width=8),)))
+    assert f.severity == "warn" and "Gen3 x8" in f.message and "Gen5 x16" in f.message
+    assert "down-train" in f.hint
+    (f,) = run("pcie_link", snap((sample(pcie_gen=5, pcie_width=8),)))
+    assert f.gpu_index == 0
+    idle = sample(pcie_gen=1, pcie_width=16, utilization_gpu_pct=29.0)
+    assert run("pcie_link", snap((idle,))) == []
+    assert run("pcie_link", snap((sample(pcie_gen=5, pcie_width=16),))) == []
+
+
+def test_persistence_mode() -> None:
+    off = snap(infos=(info(persistence_mode=False),))
+    (f,) = run("persistence_mode", off, platform="linux")
+    assert f.severity == "warn"
+    assert run("persistence_mode", off, platform="win32") == []
+    assert run("persistence_mode", snap(), platform="linux") == []
+    consumer = snap(infos=(info(name="NVIDIA GeForce RTX 3090", persistence_mode=False),))
+    assert run("persistence_mode", consumer, platform="linux") == []
+
+
+def test_other_processes() -> None:
+    theirs = proc(3038655, user="ana", mem=40 * GIB)
+    s = snap((sample(memory_used_bytes=40 * GIB),), processes=(theirs,))
+    (f,) = run("other_processes", s)
+    assert f.severity == "info" and "3038655" in f.message and "ana" in f.message
+    assert "40.0 GB" in f.message
+    (f,) = run("other_processes", s, HealthConfig(pre_job=True, current_user="me"))
+    assert f.severity == "fail"
+    # memory in use that no visible process accounts for (another container)
+    hidden = snap((sample(memory_used_bytes=5 * GIB),))
+    (f,) = run("other_processes", hidden, HealthConfig(pre_job=True, current_user="me"))
+    assert f.severity == "fail" and "not visible" in f.message
+    # near miss: my own process, a little driver memory
+    mine = snap((sample(memory_used_bytes=10 * GIB + 500),), processes=(proc(user="me"),))
+    assert run("other_processes", mine, HealthConfig(pre_job=True, current_user="me")) == []
+    small = snap((sample(memory_used_bytes=512 * 1024**2),))
+    assert run("other_processes", small, HealthConfig(pre_job=True, current_user="me")) == []
+
+
+def test_driver_cuda() -> None:
+    cfg = HealthConfig(torch_cuda_version="12.4", current_user="me")
+    (f,) = run("driver_cuda", snap(runtime="12.2"), cfg)
+    assert f.severity == "warn" and f.message == "CUDA driver API 12.2 < torch built for 12.4"
+    (f,) = run("driver_cuda", snap(runtime="11.8"), cfg)
+    assert f.severity == "fail"
+    assert run("driver_cuda", snap(runtime="12.4"), cfg) == []
+    assert run("driver_cuda", snap(runtime="12.6"), cfg) == []
+    assert run("driver_cuda", snap(runtime="12.2")) == []  # torch unknown
+
+
+def test_idle_memory() -> None:
+    p = proc(
+        3038655, gpu=7, user="ana", mem=int(39.3 * 1e9), command="python -m ipykernel_launcher"
+    )
+    s = snap((sample(7, utilization_gpu_pct=0.0),), t=T + 12 * 60, processes=(p,))
+    (f,) = run("idle_memory", s, idle_since={(3038655, 7): T})
+    assert f.severity == "warn"
+    assert f.message.startswith("PID 3038655 (ana, python -m ipykernel_launcher) holds")
+    assert "on GPU 7 and has been idle for 12m00s" in f.message
+    (f,) = run(
+        "idle_memory", dataclasses.replace(s, timestamp=T + 120), idle_since={(3038655, 7): T}
+    )
+    assert f.severity == "info"
+    assert (
+        run("idle_memory", dataclasses.replace(s, timestamp=T + 30), idle_since={(3038655, 7): T})
+        == []
+    )
+    assert run("idle_memory", s) == []  # not tracked as idle
+
+
+def test_rules_registry_documents_every_rule() -> None:
+    assert len(RULES) >= 18
+    for rule_id, (fn, doc) in RULES.items():
+        assert callable(fn) and doc and "\n" not in doc, rule_id
+
+
+# -- the monitor -------------------------------------------------------------------------------
+
+
+def _hot(t: float, temp: float = 95.0) -> Snapshot:
+    return snap((sample(temperature_gpu_c=temp),), t=t)
+
+
+def test_monitor_first_seen_kept_and_cleared_until_acknowledged() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    (f,) = m.update(_hot(T))
+    assert (f.rule, f.first_seen, f.last_seen, f.active) == ("temperature", T, T, True)
+    (f,) = m.update(_hot(T + 1))
+    assert (f.first_seen, f.last_seen) == (T, T + 1)
+    (f,) = m.update(_hot(T + 2, temp=60.0))
+    assert f.active is False and f.last_seen == T + 1
+    assert m.acknowledge(f.key) == 1
+    assert m.update(_hot(T + 3, temp=60.0)) == ()
+
+
+def test_monitor_live_condition_cannot_be_acknowledged_away() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    (f,) = m.update(_hot(T))
+    assert m.acknowledge(f.key) == 0 and m.acknowledge() == 0
+    assert len(m.findings) == 1
+
+
+def test_monitor_events_persist_until_acknowledged() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    m.update(snap(t=T, events=(_xid(79, 0),)))
+    (f,) = m.update(snap(t=T + 10))
+    assert f.key == "xid:0:79" and f.first_seen == T and f.active
+    assert m.acknowledge() == 1
+    assert m.update(snap(t=T + 11)) == ()
+    # the same event read again (kernel log re-read) does not come back
+    m.add_events([_xid(79, 0)])
+    assert m.update(snap(t=T + 12)) == ()
+
+
+def test_monitor_kernel_log_events_added() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    m.add_events([_xid(48, 0, T - 3600), _xid(48, 0, T - 3600)])
+    (f,) = m.update(snap())
+    assert f.severity == "fail" and "(×" not in f.message
+
+
+def test_monitor_new_findings_reported_once() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    m.update(_hot(T, temp=86.0))
+    (new,) = m.take_new()
+    assert new.severity == "warn"
+    m.update(_hot(T + 1, temp=86.0))
+    assert m.take_new() == []
+    m.update(_hot(T + 2, temp=95.0))  # got worse: notify again
+    (new,) = m.take_new()
+    assert new.severity == "fail"
+    m.update(_hot(T + 3, temp=60.0))
+    m.update(_hot(T + 4, temp=95.0))  # came back before being acknowledged: not new
+    assert m.take_new() == []
+
+
+def test_monitor_ignore_and_gpu_filter() -> None:
+    s = snap((sample(0, temperature_gpu_c=95.0), sample(1, temperature_gpu_c=95.0)))
+    assert {
+        f.gpu_index for f in HealthMonitor(HealthConfig(current_user="me"), env={}).update(s)
+    } == {0, 1}
+    only1 = HealthMonitor(HealthConfig(gpus=frozenset({1}), current_user="me"), env={})
+    assert {f.gpu_index for f in only1.update(s)} == {1}
+    ignoring = HealthMonitor(
+        HealthConfig(ignore=frozenset({"temperature"}), current_user="me"), env={}
+    )
+    assert ignoring.update(s) == ()
+    counted = HealthMonitor(HealthConfig(gpus=frozenset({1}), expect_gpus=2, current_user="me"))
+    assert [f.rule for f in counted.update(snap((sample(0), sample(1))))] == ["gpu_count"]
+
+
+def test_monitor_idle_memory_timer() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me", idle_memory_minutes=5), env={})
+    p = proc(42, user="me", mem=20 * GIB, sm_pct=0.0)
+
+    def reading(t: float, util: float = 0.0, mem: int = 20 * GIB) -> Snapshot:
+        return snap(
+            (sample(utilization_gpu_pct=util, memory_used_bytes=mem),),
+            t=t,
+            processes=(dataclasses.replace(p, gpu_memory_bytes=mem),),
+        )
+
+    assert m.update(reading(T)) == ()
+    (f,) = m.update(reading(T + 61))
+    assert f.severity == "info" and "idle for 1m01s" in f.message
+    (f,) = m.update(reading(T + 301))
+    assert f.severity == "warn"
+    m.update(reading(T + 302, util=80.0))  # busy again: the timer restarts
+    assert not m.findings[0].active
+    m.acknowledge()
+    m.update(reading(T + 303))
+    assert m.update(reading(T + 340)) == ()
+    small = HealthMonitor(HealthConfig(current_user="me"), env={})
+    small.update(reading(T, mem=GIB // 2))
+    assert small.update(reading(T + 3600, mem=GIB // 2)) == ()
+
+
+def test_monitor_thread_safe_acknowledge() -> None:
+    m = HealthMonitor(HealthConfig(current_user="me"), env={})
+    stop = threading.Event()
+
+    def ack() -> None:
+        while not stop.is_set():
+            m.acknowledge()
+            m.take_new()
+
+    thread = threading.Thread(target=ack)
+    thread.start()
+    try:
+        for i in range(300):
+            m.update(snap(t=T + i, events=(_xid(13, 0, T + i),)))
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_worst_and_gpu_severity() -> None:
+    findings = [
+        Finding(rule="a", severity="warn", message="", gpu_index=0),
+        Finding(rule="b", severity="fail", message="", gpu_index=1, active=False),
+        Finding(rule="c", severity="info", message="", gpu_index=None),
+    ]
+    assert worst([]) == "ok"
+    assert worst(findings) == "fail"
+    assert gpu_severity(findings, 0) == "warn"
+    assert gpu_severity(findings, 1) == "fail"
+    assert gpu_severity(findings, 2) == "ok"
+
+
+# -- torch's CUDA build ---------------------------------------------------------------------------
+
+
+def _fake_torch(tmp_path: Path, version_py: str | None) -> None:
+    pkg = tmp_path / "torch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise RuntimeError('torch must not be imported')\n")
+    if version_py is not None:
+        (pkg / "version.py").write_text(version_py)
+
+
+@pytest.fixture
+def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    return tmp_path
+
+
+def test_torch_cuda_version_read_without_import(fake_path: Path) -> None:
+    _fake_torch(fake_path, "__version__ = '2.5.1+cu124'\ngit_version = 'abc'\ncuda = '12.4'\n")
+    assert torch_cuda_version() == "12.4"
+    assert "torch" not in sys.modules
+
+
+def test_torch_cuda_version_annotated(fake_path: Path) -> None:
+    _fake_torch(fake_path, "from typing import Optional\ncuda: Optional[str] = '12.6'\n")
+    assert torch_cuda_version() == "12.6"
+
+
+def test_torch_cuda_version_cpu_build(fake_path: Path) -> None:
+    _fake_torch(fake_path, "__version__ = '2.5.1+cpu'\ncuda: Optional[str] = None\n")
+    assert torch_cuda_version() is None
+
+
+def test_torch_cuda_version_missing_file(fake_path: Path) -> None:
+    _fake_torch(fake_path, None)
+    assert torch_cuda_version() is None
+
+
+def test_torch_cuda_version_no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert torch_cuda_version() is None
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+
+def test_faulty_node_end_to_end() -> None:
+    sampler = fake_clock_sampler("faulty")
+    monitor = HealthMonitor(HealthConfig(pre_job=True), env={})
+    sampler.health = monitor
+    for _ in range(6):
+        sampler.poll()
+        sampler.clock.now += 1  # type: ignore[attr-defined]
+    assert sampler.latest is not None
+    findings = sampler.latest.findings
+    by_key = {f.key: f for f in findings}
+    assert by_key["gpu_lost:3"].severity == "fail" and "GPU 3" in by_key["gpu_lost:3"].message
+    assert by_key["ecc_uncorrected:2"].severity == "fail"
+    assert by_key["throttle:5"].severity == "fail"
+    assert "thermal" in by_key["throttle:5"].message
+    assert by_key["pcie_link:6"].severity == "warn"
+    assert "Gen3 x8" in by_key["pcie_link:6"].message
+    assert by_key["row_remap:2:pending"].severity == "warn"
+    assert worst(findings) == "fail"
+    assert gpu_severity(findings, 3) == "fail" and gpu_severity(findings, 6) in ("warn", "fail")
+    healthy = {0, 1, 4, 7}
+    rules_on_healthy = {f.rule for f in findings if f.gpu_index in healthy}
+    assert rules_on_healthy <= {"other_processes"}  # only the busy GPUs' owner, pre-job
+    # notify once: every finding is new once, then nothing until something changes
+    assert {f.key for f in monitor.take_new()} == set(by_key)
+    sampler.poll()
+    assert monitor.take_new() == []
+
+
+def test_healthy_node_end_to_end_has_no_trouble() -> None:
+    sampler = fake_clock_sampler("dgx-h100")
+    sampler.health = HealthMonitor(HealthConfig(current_user="svc-train"), env={})
+    for _ in range(4):
+        sampler.poll()
+        sampler.clock.now += 1  # type: ignore[attr-defined]
+    assert sampler.latest is not None
+    assert worst(sampler.latest.findings) in ("ok", "info")

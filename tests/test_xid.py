@@ -1,0 +1,120 @@
+"""XID table, PCI bus id normalisation and kernel-log parsing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gputui.model import GpuInfo, NodeInfo
+from gputui.xid import (
+    XID_TABLE,
+    _kmsg_line,
+    describe_xid,
+    kernel_log_xids,
+    normalize_pci_bus_id,
+    read_kernel_log,
+    xid_hint,
+)
+
+REQUIRED = (13, 31, 43, 45, 46, 48, 54, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81)
+REQUIRED += (92, 94, 95, 109, 110, 119, 120, 136, 140, 143, 154, 155, 156, 158)
+
+
+def _node() -> NodeInfo:
+    gpus = (
+        GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-0", vendor="nvidia",
+                pci_bus_id="00000000:18:00.0"),
+        GpuInfo(index=1, name="NVIDIA H100 80GB HBM3", uuid="GPU-1", vendor="nvidia",
+                pci_bus_id="00000000:3B:00.0"),
+        GpuInfo(index=2, name="NVIDIA H100 80GB HBM3", uuid="GPU-2", vendor="nvidia",
+                pci_bus_id="00000001:3B:00.0"),
+    )  # fmt: skip
+    return NodeInfo(hostname="n", backend="nvml", gpus=gpus)
+
+
+def test_table_covers_required_codes_with_words() -> None:
+    for code in REQUIRED:
+        severity, meaning = XID_TABLE[code]
+        assert severity in ("info", "warn", "fail")
+        assert len(meaning) > 8
+
+
+@pytest.mark.parametrize(
+    ("code", "severity"),
+    [(13, "info"), (31, "info"), (43, "info"), (63, "warn"), (94, "warn"), (48, "fail"),
+     (79, "fail"), (95, "fail"), (119, "fail"), (64, "fail"), (74, "fail")],
+)  # fmt: skip
+def test_grading(code: int, severity: str) -> None:
+    assert describe_xid(code)[0] == severity
+
+
+def test_unknown_code_is_warn_with_catalog_pointer() -> None:
+    assert describe_xid(999) == ("warn", "XID 999 (see NVIDIA's XID catalog)")
+    assert "reset" in xid_hint(999)
+    assert "RMA" in xid_hint(79)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0000:3b:00", (0, 0x3B, 0)),
+        ("00000000:3B:00.0", (0, 0x3B, 0)),
+        ("PCI:0000:3b:00", (0, 0x3B, 0)),
+        ("3b:00.0", (0, 0x3B, 0)),
+        ("0001:3B:00.1", (1, 0x3B, 0)),
+        ("garbage", None),
+        ("zz:yy:xx", None),
+    ],
+)
+def test_normalize_pci_bus_id(text: str, expected: tuple[int, int, int] | None) -> None:
+    assert normalize_pci_bus_id(text) == expected
+
+
+def test_kernel_log_xids_maps_bus_ids_and_times() -> None:
+    lines = [
+        "[ 4909.922970] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+        "GPU has fallen off the bus.",
+        "May 6 00:38:27 host kernel: [ 10.5] NVRM: Xid (0000:18:00): 13, 0005 00000000",
+        "[ 11.000000] NVRM: Xid (PCI:0001:3b:00): 48, pid=1, DBE",
+        "[ 12.000000] NVRM: Xid (PCI:0000:99:00): 94, pid=2, contained",
+        "[ 13.000000] NVRM: GPU at PCI:0000:3b:00: GPU-1 (not an XID line)",
+        "[ 14.000000] nvidia-modeset: Xid-like text but not NVRM",
+    ]
+    events = kernel_log_xids(_node(), lines, boot_time=1000.0)
+    assert [(e.gpu_index, e.code) for e in events] == [(1, 79), (0, 13), (2, 48), (None, 94)]
+    assert events[0].timestamp == pytest.approx(1000.0 + 4909.92297)
+    assert events[0].kind == "xid" and events[0].source == "kernel_log"
+    assert events[0].message is not None and "fallen off the bus" in events[0].message
+
+
+def test_kernel_log_xids_without_boot_time_stamps_now() -> None:
+    events = kernel_log_xids(_node(), ["NVRM: Xid (PCI:0000:18:00): 31, pid=5"], now=42.0)
+    assert len(events) == 1 and events[0].timestamp == 42.0 and events[0].gpu_index == 0
+
+
+def test_kmsg_record_format() -> None:
+    assert _kmsg_line("4,1234,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79\n SUBSYSTEM=pci\n") == (
+        "[5.678901] NVRM: Xid (PCI:0000:3b:00): 79"
+    )
+    events = kernel_log_xids(_node(), [_kmsg_line("4,1,2000000,-;NVRM: Xid (0000:3b:00): 63")],
+                             boot_time=100.0)  # fmt: skip
+    assert events[0].timestamp == pytest.approx(102.0) and events[0].code == 63
+
+
+def test_read_kernel_log_never_raises_or_hangs() -> None:
+    started = time.monotonic()
+    lines = read_kernel_log()
+    assert time.monotonic() - started < 2.0
+    assert lines is None or all(isinstance(line, str) for line in lines)
+
+
+def test_read_kernel_log_none_when_not_permitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gputui.xid as xid
+
+    def denied(*_a: object, **_k: object) -> int:
+        raise PermissionError("denied")
+
+    monkeypatch.setattr(xid.os, "open", denied)
+    monkeypatch.setattr(xid.subprocess, "run", denied)
+    assert read_kernel_log() is None
