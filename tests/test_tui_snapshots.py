@@ -44,3 +44,92 @@ def test_faulty_gpu_lost_120x40(snap_compare, sim_sampler) -> None:
 def test_gpu_selected_120x40(snap_compare, sim_sampler) -> None:
     """Key 2: GPU 2's panel highlighted, the table lists only its processes."""
     assert snap_compare(dashboard(sim_sampler, "dgx-h100"), press=["2"], terminal_size=(120, 40))
+
+
+# -- health findings ------------------------------------------------------------------------------
+
+T0 = 1_700_000_000.0
+
+
+def _finding(rule, severity, message, hint, gpu, at, *, active=True, last=None):
+    from gputui.model import Finding
+
+    key = f"{rule}:{'node' if gpu is None else gpu}"
+    return Finding(rule, severity, message, hint, gpu, key, T0 + at, T0 + (last or 59), active)
+
+
+FAULTY_FINDINGS = (
+    _finding(
+        "gpu_lost",
+        "fail",
+        "GPU 3 has fallen off the bus (XID 79)",
+        "Drain the node; reset the GPU (nvidia-smi -r -i 3) or reboot, then reseat or RMA it "
+        "if it happens again.",
+        3,
+        5,
+    ),
+    _finding(
+        "ecc_uncorrected",
+        "fail",
+        "1 volatile uncorrected ECC error; row remapping pending",
+        "Reset the GPU when idle so the pending row remap takes effect.",
+        2,
+        1,
+    ),
+    _finding(
+        "throttle",
+        "warn",
+        "HW thermal slowdown active",
+        "Check the cooling: fans, airflow and inlet temperature.",
+        5,
+        0,
+    ),
+    _finding(
+        "pcie_degraded",
+        "warn",
+        "PCIe link trained at gen3 x8 under load (max gen5 x16)",
+        "Reseat the GPU or check the riser; the link should train at gen5 x16.",
+        6,
+        0,
+    ),
+    _finding(
+        "xid",
+        "warn",
+        "XID 48: double-bit ECC error",
+        "See the ECC finding for GPU 2.",
+        2,
+        1,
+        active=False,
+        last=2,
+    ),
+)
+
+
+class _Findings:
+    """A health monitor stand-in that reports FAULTY_FINDINGS (deterministic snapshots)."""
+
+    def update(self, snapshot, history):
+        return FAULTY_FINDINGS
+
+    def acknowledge(self, key=None) -> int:
+        return 0
+
+
+def faulty_with_findings(sim_sampler) -> GpuTuiApp:
+    sampler = sim_sampler("faulty", polls=0)
+    sampler.health = _Findings()
+    for _ in range(POLLS):
+        sampler.poll()
+        sampler.clock.now += 1.0
+    return GpuTuiApp(sampler, start_sampler=False)
+
+
+def test_faulty_health_badges_120x40(snap_compare, sim_sampler) -> None:
+    """Health badges in each panel's bottom edge, the count in the title bar and the findings
+    strip under the host strip, every GPU still on screen."""
+    assert snap_compare(faulty_with_findings(sim_sampler), terminal_size=(120, 40))
+
+
+def test_faulty_findings_screen_120x40(snap_compare, sim_sampler) -> None:
+    """Key h: every finding with its hint; the cleared XID last."""
+    assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(120, 40))

@@ -17,14 +17,17 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from gputui.format import fmt_interval
-from gputui.model import ProcessSample, Snapshot
+from gputui.format import fmt_interval, sanitize
+from gputui.model import SEVERITY_ORDER, ProcessSample, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.commands import GpuCommands
+from gputui.tui.health_view import NOTIFY_SEVERITY, finding_key, sorted_findings, where
 from gputui.tui.messages import SamplerFailed, SignalSent, SnapshotReady
 from gputui.tui.screens.dashboard import DashboardScreen
 
 INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+MAX_FINDING_TOASTS = 3
+"""New findings in one reading beyond this many are summed up in one notification."""
 LIGHT_THEME = "textual-light"
 DARK_THEME = "textual-dark"
 
@@ -41,6 +44,7 @@ class GpuTuiApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("h", "health", "Health", id="health"),
         Binding("space", "toggle_pause", "Pause", id="pause"),
         Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
         Binding("minus", "faster", "Interval −", id="interval.down"),
@@ -62,6 +66,8 @@ class GpuTuiApp(App[None]):
         self.paused = False
         self.latest: Snapshot | None = sampler.latest
         self._last_error = ""
+        self.notified_findings: dict[str, int] = {}
+        """Finding key -> severity rank already notified (see :meth:`notify_findings`)."""
         self._dark_theme = DARK_THEME
         if theme is not None:
             self.theme = theme
@@ -70,7 +76,12 @@ class GpuTuiApp(App[None]):
         node = sampler.node
         if node is None:  # the CLI opens the sampler first; be forgiving in scripts
             node = sampler.open()
-        self.dashboard = DashboardScreen(node, sampler.history, readonly=readonly)
+        self.dashboard = DashboardScreen(
+            node,
+            sampler.history,
+            readonly=readonly,
+            health_enabled=getattr(sampler, "health", None) is not None,
+        )
 
     def get_default_screen(self) -> Screen[None]:
         return self.dashboard
@@ -101,6 +112,7 @@ class GpuTuiApp(App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.latest = message.snapshot
+        self.notify_findings(message.snapshot)  # even while paused: a finding is never silent
         if self.paused:
             return  # still collected (history), just not drawn
         self._show(message.snapshot)
@@ -114,6 +126,50 @@ class GpuTuiApp(App[None]):
         update = getattr(screen, "update_snapshot", None)
         if callable(update):
             update(snapshot)
+
+    def notify_findings(self, snapshot: Snapshot) -> None:
+        """One notification per new warn/fail finding, when its key first shows up active.
+
+        A key is notified once while it stays listed (active, or cleared and not yet
+        acknowledged); a finding that clears and comes back before it is acknowledged is not
+        notified again. Once a key is no longer listed (acknowledged, or dropped by the
+        monitor), it is forgotten, so a later recurrence notifies again. A finding that gets
+        worse (warn -> fail) under the same key notifies again. Info findings never notify.
+        """
+        notified = self.notified_findings
+        listed: set[str] = set()
+        new = []
+        for finding in snapshot.findings:
+            key = finding_key(finding)
+            listed.add(key)
+            if not finding.active or finding.severity not in NOTIFY_SEVERITY:
+                continue
+            rank = SEVERITY_ORDER[finding.severity]
+            if notified.get(key, -1) < rank:
+                notified[key] = rank
+                new.append(finding)
+        for key in [k for k in notified if k not in listed]:
+            del notified[key]
+        if not new:
+            return
+        new = sorted_findings(new)
+        shown = new if len(new) <= MAX_FINDING_TOASTS else new[: MAX_FINDING_TOASTS - 1]
+        for finding in shown:
+            self.notify(
+                sanitize(finding.message),
+                title=where(finding),
+                severity=NOTIFY_SEVERITY[finding.severity],  # type: ignore[arg-type]
+                timeout=8,
+            )
+        rest = new[len(shown) :]
+        if rest:
+            worst = "fail" if any(f.severity == "fail" for f in rest) else "warn"
+            self.notify(
+                f"{len(rest)} more health findings: press h to see them all",
+                title="health",
+                severity=NOTIFY_SEVERITY[worst],  # type: ignore[arg-type]
+                timeout=8,
+            )
 
     def _show_latest(self) -> None:
         if self.latest is not None and not self.paused:
@@ -169,6 +225,18 @@ class GpuTuiApp(App[None]):
             self.screen.dismiss()
             return
         self.push_screen(HelpScreen(self.dashboard))
+
+    def action_health(self) -> None:
+        """Open the findings screen (or close it when it is on top)."""
+        from gputui.tui.screens.findings import FindingsScreen
+
+        if isinstance(self.screen, FindingsScreen):
+            self.screen.dismiss(None)
+            return
+        screen = FindingsScreen()
+        if self.latest is not None:
+            screen.update_snapshot(self.latest)
+        self.push_screen(screen)
 
     def action_toggle_dark(self) -> None:
         if self.current_theme.dark:

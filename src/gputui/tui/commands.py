@@ -1,5 +1,5 @@
 """Command palette (ctrl+p) entries for gputui: show one GPU, show all, pause, interval presets,
-refresh, help, light/dark theme, quit."""
+refresh, health findings, help, light/dark theme, quit."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
             partial(app.change_interval, seconds),
         )
     yield ("Refresh now", "Take a reading now", app.action_refresh_now)
+    yield (
+        "Show health findings",
+        "Every health finding with its hint; acknowledge cleared ones",
+        app.action_health,
+    )
     yield ("Help", "Every key, and what each panel shows", app.action_help)
     yield (
         "Toggle light/dark theme",

@@ -21,6 +21,8 @@ from textual.widgets import Footer, Input, Static
 
 from gputui.history import History
 from gputui.model import NodeInfo, ProcessSample, Snapshot
+from gputui.tui.health_view import gpu_badge_severity, node_summary
+from gputui.tui.widgets.findings_strip import FindingsStrip
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
@@ -93,13 +95,23 @@ class DashboardScreen(Screen[None]):
         Binding("escape", "clear_filters", "Clear filters", show=False, id="clear"),
     ]
 
-    def __init__(self, node: NodeInfo, history: History, *, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        node: NodeInfo,
+        history: History,
+        *,
+        readonly: bool = False,
+        health_enabled: bool = False,
+    ) -> None:
         super().__init__(id="dashboard")
         if span_compositor is not None:
             span_compositor.install(self)
         self.node = node
         self.history = history
         self.readonly = readonly
+        self.health_enabled = health_enabled
+        """Show health badges: a monitor is attached, or a snapshot has carried findings. Without
+        either, no badge is drawn (an ``ok`` badge would claim checks that never ran)."""
         self.gpu_filter: int | None = None
         self.layout_choice: Layout | None = None
         self.shown: Snapshot | None = None
@@ -111,6 +123,7 @@ class DashboardScreen(Screen[None]):
             info.index: GpuPanel(info, history, id=f"gpu-{info.index}") for info in node.gpus
         }
         self.host_strip = HostStrip(id="host")
+        self.findings_strip = FindingsStrip(id="findings-strip")
         self.process_table = ProcessTable(id="processes")
         self.filter_input = Input(
             placeholder="filter processes by PID, user or command (Enter: done, Esc: clear)",
@@ -130,6 +143,7 @@ class DashboardScreen(Screen[None]):
         with Container(id="main"):
             yield self._grid
             yield self.host_strip
+            yield self.findings_strip
             yield self.process_table
             yield self.filter_input
         yield self.too_small
@@ -137,6 +151,7 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.filter_input.display = False
+        self.findings_strip.display = False
         self._relayout(self.app.size.width, self.app.size.height)
         self.process_table.focus()
 
@@ -168,14 +183,27 @@ class DashboardScreen(Screen[None]):
             return
         self._pending = None
         self.shown = snapshot
+        findings = snapshot.findings
+        if findings:
+            self.health_enabled = True
+        health = self.health_enabled
         with self.app.batch_update():
-            self.title_bar.set_state(timestamp=snapshot.timestamp)
+            self.title_bar.set_state(
+                timestamp=snapshot.timestamp, health=node_summary(findings) if health else None
+            )
             panels = self.panels
             for sample in snapshot.gpus:
                 panel = panels.get(sample.index)
                 if panel is not None:
+                    if health:  # drawn by update_sample's rebuild, with the new reading
+                        panel.health = gpu_badge_severity(findings, sample.index)
                     panel.update_sample(sample)
             self.host_strip.update_host(snapshot.host)
+            # The strip takes a line from the process table only while something is wrong;
+            # its display flips (a relayout) only when that changes, never per tick.
+            trouble = self.findings_strip.update_findings(findings)
+            if trouble != self.findings_strip.display:
+                self.findings_strip.display = trouble
             # Processes are slow-tier readings, carried (same tuple) between slow reads: the
             # table is only asked to diff when they were read again.
             table = self.process_table

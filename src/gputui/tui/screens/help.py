@@ -32,6 +32,15 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "a roomy view with every field and bigger plots. Click a panel to select its GPU.",
     ),
     (
+        "Health",
+        "each GPU panel's frame shows a badge: '✔ ok', '▲ warn' or '✖ fail', the worst of that "
+        "GPU's active findings; the title bar sums up the node ('✔ healthy', '▲ 2 warnings', "
+        "'✖ 1 failure', node-wide findings included). While something is wrong, a line under "
+        "the host strip names it. A new warning or failure also shows a notification, once. "
+        "Press h for every finding with its hint; findings that have cleared stay listed until "
+        "acknowledged there (a: the selected one, A: all cleared ones).",
+    ),
+    (
         "Host strip",
         "CPU use (with a per-core summary when it fits), RAM used/total, swap, load average and "
         "uptime.",
@@ -82,7 +91,7 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
     for _, (keys, description) in rows.items():
         out.append((" ".join(dict.fromkeys(keys)), description))
     out.append(("enter", "Process details (on a table row)"))
-    out.append(("ctrl+p", "Command palette: GPU, pause, interval, theme, help, quit"))
+    out.append(("ctrl+p", "Command palette: GPU, pause, interval, health, theme, help, quit"))
     out.append(("mouse", "Click a GPU panel to select it, a column header to sort"))
     return out
 

@@ -33,6 +33,7 @@ from gputui.format import (
 )
 from gputui.history import History
 from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
+from gputui.tui.health_view import badge_text
 from gputui.tui.widgets.bars import bar, fraction
 from gputui.tui.widgets.history_plot import plot_block, sparkline
 from gputui.tui.widgets.line_widget import (
@@ -71,6 +72,7 @@ COMPACT_THROTTLE = {
     "hw_power_brake": "power brake",
     "sw_thermal": "SW thermal",
 }
+_BADGE_CLASS = {"ok": OK, "info": OK, "warn": WARN, "fail": BAD}
 LOST_TEXT = "LOST — fell off the bus"
 WAITING_TEXT = "waiting for first reading…"
 
@@ -222,6 +224,9 @@ class GpuPanel(LineWidget):
         self.sample: GpuSample | None = None
         self.selected = False
         self.last_seen: float | None = None
+        self.health: str | None = None
+        """Worst severity of this GPU's active findings (``ok``/``warn``/``fail``); None when no
+        health findings are evaluated (then no badge is drawn rather than a false ``ok``)."""
 
     # -- data in -----------------------------------------------------------------------------------
 
@@ -243,6 +248,17 @@ class GpuPanel(LineWidget):
             if not math.isnan(value):
                 return stamp
         return None
+
+    def set_health(self, severity: str | None) -> None:
+        """Show the health badge; repaints only when the badge changes."""
+        if severity != self.health:
+            self.health = severity
+            self.rebuild()
+
+    def _badge(self) -> list[Piece]:
+        if self.health is None:
+            return []
+        return [(badge_text(self.health), _BADGE_CLASS.get(self.health, OK))]
 
     def set_selected(self, selected: bool) -> None:
         if selected != self.selected:
@@ -288,7 +304,11 @@ class GpuPanel(LineWidget):
         if s is None:
             return [b.add(WAITING_TEXT, DIM).line(width)]
         if s.lost:
-            return [b.add(LOST_TEXT, LOST).line(width)]
+            b.add(LOST_TEXT, LOST)
+            badge = self._badge()
+            if badge:
+                b.pad(width - line_width(badge) - 1).extend(badge)
+            return [b.line(width)]
         util = s.utilization_gpu_pct
         total = s.memory_total_bytes or self.info.memory_total_bytes
         mem_frac = fraction(s.memory_used_bytes, total)
@@ -317,15 +337,21 @@ class GpuPanel(LineWidget):
             cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
             optional.append([(fmt_temp(s.temperature_gpu_c).rjust(5), cls)])
         flags = self._compact_flags(s)
+        badge = self._badge()
+        if badge and self.health != "ok":
+            flags.insert(0, badge)
         flags_w = sum(line_width(f) + 1 for f in flags)
         while optional and b.width + sum(line_width(o) + 1 for o in optional) + flags_w > width:
             optional.pop(0)  # power goes first: with trouble flags, temperature matters more
         for item in [*optional, *flags]:
             b.add(" ").extend(item)
-        spark_w = width - b.width - 2
+        ok_badge = badge if badge and self.health == "ok" else []
+        spark_w = width - b.width - 2 - (line_width(ok_badge) + 1 if ok_badge else 0)
         if not flags and spark_w >= 6 and self.history is not None:
             b.add("  ")
             b.add(sparkline(self._series("utilization_gpu_pct", spark_w), spark_w), PLOT_UTIL)
+        if ok_badge and b.width + line_width(ok_badge) + 1 <= width:
+            b.pad(width - line_width(ok_badge)).extend(ok_badge)
         lines = [b.line(width)]
         if height >= 2:
             lines.append(self._compact_detail(s, width))
@@ -404,6 +430,9 @@ class GpuPanel(LineWidget):
     def _bottom(self, width: int, frame: str) -> Line:
         s = self.sample
         items: list[list[Piece]] = []
+        badge = self._badge()
+        if badge:
+            items.append(badge)
         if s is not None and not s.lost:
             items.append(ecc_pieces(s, self.info))
             throttle = throttle_pieces(s.throttle_reasons)

@@ -1,5 +1,6 @@
 """The one-line title bar: gputui, host, backend, driver/runtime, GPU count, the time of the last
-reading (from the snapshot, never from the wall clock) and a "PAUSED" badge. No clock animation:
+reading (from the snapshot, never from the wall clock), the node's health ("✔ healthy",
+"▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge. No clock animation:
 it changes only when a reading arrives."""
 
 from __future__ import annotations
@@ -8,8 +9,10 @@ from gputui.format import fmt_clock, fmt_interval, sanitize
 from gputui.model import NodeInfo
 from gputui.tui.widgets.line_widget import (
     ACCENT,
+    BAD,
     DIM,
     LABEL,
+    OK,
     PAUSED,
     TITLE,
     VALUE,
@@ -19,6 +22,8 @@ from gputui.tui.widgets.line_widget import (
     LineWidget,
     Piece,
 )
+
+_HEALTH_CLASS = {"ok": OK, "warn": WARN, "fail": BAD}
 
 
 def runtime_label(node: NodeInfo) -> str:
@@ -39,6 +44,8 @@ class TitleBar(LineWidget):
         self.interval: float | None = None
         self.gpu_filter: int | None = None
         self.note = ""
+        self.health: tuple[str, str] | None = None
+        """``(text, severity)`` of the node's health badge; None: not shown."""
 
     def set_state(
         self,
@@ -48,6 +55,7 @@ class TitleBar(LineWidget):
         interval: float | None = None,
         gpu_filter: int | str | None = "",
         note: str | None = None,
+        health: tuple[str, str] | str | None = "",
     ) -> None:
         """Change what the bar shows (arguments left out keep their value)."""
         if timestamp is not None:
@@ -60,6 +68,8 @@ class TitleBar(LineWidget):
             self.gpu_filter = gpu_filter  # type: ignore[assignment]
         if note is not None:
             self.note = note
+        if health != "":
+            self.health = health  # type: ignore[assignment]
         self.rebuild()
 
     def build_lines(self, width: int, height: int) -> list[Line]:
@@ -77,6 +87,9 @@ class TitleBar(LineWidget):
             count = len(node.gpus)
             left.append((2, [(f"{count} GPU{'s' if count != 1 else ''}", VALUE)]))
         right = LineBuilder()
+        if self.health is not None:
+            text, severity = self.health
+            right.add(text, _HEALTH_CLASS.get(severity, OK)).add("  ")
         if self.note:
             right.add(self.note, WARN).add("  ")
         if self.gpu_filter is not None:

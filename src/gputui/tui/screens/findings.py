@@ -1,0 +1,264 @@
+"""Every health finding with its hint: severity, GPU, message, what to do, when it was first seen
+(snapshot clock), and whether it has cleared. Cleared findings stay listed until acknowledged
+(``a`` the selected one, ``A`` all cleared ones), which asks the sampler's health monitor.
+
+The list is rebuilt only when what it shows changes (not on every reading: ``last_seen`` of an
+active finding moves each tick and is not shown), and keeps the selected finding selected.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from gputui.format import fmt_clock, sanitize
+from gputui.model import Finding, Snapshot
+from gputui.tui.health_view import (
+    badge_text,
+    finding_key,
+    node_summary,
+    sorted_findings,
+    where,
+)
+
+if TYPE_CHECKING:
+    from gputui.tui.app import GpuTuiApp
+
+SEVERITY_STYLE = {
+    "fail": "$text-error bold",
+    "warn": "$text-warning bold",
+    "info": "$text-accent",
+    "ok": "$text-success",
+}
+NO_FINDINGS_TEXT = "No findings: every health check passes."
+NO_MONITOR_TEXT = "Health checks are not running in this session (no health monitor attached)."
+
+
+def _signature(f: Finding) -> tuple[object, ...]:
+    """What the list shows of a finding (last_seen only once it has cleared)."""
+    return (
+        finding_key(f),
+        f.severity,
+        f.gpu_index,
+        f.message,
+        f.hint,
+        f.first_seen,
+        f.active,
+        None if f.active else f.last_seen,
+    )
+
+
+HINT_INDENT = 16
+
+
+def finding_prompt(f: Finding, width: int = 0) -> Content:
+    """Two or more lines: ``✖ fail  GPU 3  message  since 22:13:20`` then the hint, wrapped
+    to ``width`` under the message (no wrapping when ``width`` is 0)."""
+    label = "ℹ info" if f.severity == "info" else badge_text(f.severity)
+    head: list[tuple[str, str] | str] = [
+        (f"{label:<7}", SEVERITY_STYLE.get(f.severity, "")),
+        " ",
+        (f"{where(f):<7}", "bold"),
+        " ",
+        (sanitize(f.message), "" if f.active else "$text-muted"),
+    ]
+    when: list[tuple[str, str] | str] = []
+    if f.first_seen is not None:
+        when += ["   ", ("since ", "$text-muted"), fmt_clock(f.first_seen)]
+    if not f.active:
+        cleared = " cleared"
+        if f.last_seen is not None:
+            cleared += f" (last seen {fmt_clock(f.last_seen)})"
+        when += ["  ", (cleared.strip(), "$text-success italic")]
+    parts = [*head, *when]
+    if f.hint:
+        hint = "→ " + sanitize(f.hint)
+        room = width - HINT_INDENT - 1
+        lines = textwrap.wrap(hint, room, subsequent_indent="  ") if room >= 20 else [hint]
+        for line in lines:
+            parts += ["\n", " " * HINT_INDENT, (line, "$text-muted")]
+    return Content.assemble(*parts)
+
+
+class FindingsScreen(Screen[None]):
+    """The health findings of the latest snapshot. Feed it with :meth:`update_snapshot`."""
+
+    DEFAULT_CSS = """
+    FindingsScreen {
+        layout: vertical;
+    }
+    FindingsScreen #findings-title {
+        height: 1;
+        background: $panel;
+        padding: 0 1;
+        text-style: bold;
+    }
+    FindingsScreen #findings-list {
+        height: 1fr;
+        border: none;
+    }
+    FindingsScreen #findings-empty {
+        padding: 1 2;
+        color: $text-muted;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "acknowledge", "Acknowledge", id="health.ack"),
+        Binding("A", "acknowledge_all", "Acknowledge all cleared", id="health.ack_all"),
+        Binding("escape,q", "close", "Close", id="health.close"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="findings")
+        self.findings: list[Finding] = []
+        self.snapshot: Snapshot | None = None
+        self._signature: tuple[object, ...] | None = None
+        self._width = 0
+        self._hidden: set[str] = set()
+        """Keys acknowledged here, hidden until a snapshot no longer lists them as cleared."""
+        self.title_line = Static("Health findings", id="findings-title", markup=False)
+        self.option_list = OptionList(id="findings-list", markup=False)
+        self.empty = Static("", id="findings-empty", markup=False)
+
+    @property
+    def gputui_app(self) -> GpuTuiApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield self.title_line
+        yield self.option_list
+        yield self.empty
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.option_list.focus()
+        latest = self.gputui_app.latest
+        if latest is not None and self.snapshot is None:
+            self.update_snapshot(latest)
+        else:
+            self._show()
+
+    # -- data in -----------------------------------------------------------------------------------
+
+    @property
+    def monitor(self) -> Any:
+        """The sampler's health monitor, or None when none is attached."""
+        return getattr(getattr(self.app, "sampler", None), "health", None)
+
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        listed = {finding_key(f): f for f in snapshot.findings}
+        # Forget hidden keys once the monitor has dropped them (or they came back active).
+        self._hidden = {k for k in self._hidden if k in listed and not listed[k].active}
+        self._set_findings(snapshot.findings)
+
+    def _set_findings(self, findings: Sequence[Finding]) -> None:
+        shown = sorted_findings(f for f in findings if finding_key(f) not in self._hidden)
+        signature = tuple(_signature(f) for f in shown)
+        if signature == self._signature and self.is_mounted:
+            return
+        self.findings = shown
+        self._signature = signature
+        if self.is_mounted:
+            self._show()
+
+    def _show(self) -> None:
+        findings = self.findings
+        text, _ = node_summary(findings)
+        cleared = sum(1 for f in findings if not f.active)
+        title = f"Health findings — {text}"
+        if cleared:
+            title += f", {cleared} cleared (a: acknowledge, A: all)"
+        if self.snapshot is not None:
+            title += f"   as of {fmt_clock(self.snapshot.timestamp)}"
+        self.title_line.update(title)
+        ol = self.option_list
+        keep = self.selected_finding
+        keep_key = finding_key(keep) if keep is not None else None
+        old_index = ol.highlighted
+        width = ol.scrollable_content_region.width or self.app.size.width - 2
+        self._width = width
+        with self.app.batch_update():
+            ol.clear_options()
+            ol.add_options(
+                Option(finding_prompt(f, width), id=f"{i}:{finding_key(f)}")
+                for i, f in enumerate(findings)
+            )
+            if findings:
+                keys = [finding_key(f) for f in findings]
+                if keep_key in keys:
+                    ol.highlighted = keys.index(keep_key)
+                else:
+                    ol.highlighted = min(old_index or 0, len(findings) - 1)
+            ol.display = bool(findings)
+            self.empty.display = not findings
+            self.empty.update(NO_FINDINGS_TEXT if self.monitor is not None else NO_MONITOR_TEXT)
+
+    def on_resize(self) -> None:
+        if self.is_mounted and self.option_list.scrollable_content_region.width != self._width:
+            self._show()  # re-wrap the hints
+
+    @property
+    def selected_finding(self) -> Finding | None:
+        index = self.option_list.highlighted
+        if index is None or not 0 <= index < len(self.findings):
+            return None
+        return self.findings[index]
+
+    # -- actions -----------------------------------------------------------------------------------
+
+    def _acknowledge(self, findings: Sequence[Finding]) -> int:
+        monitor = self.monitor
+        acknowledge = getattr(monitor, "acknowledge", None)
+        if not callable(acknowledge):
+            self.app.notify("no health monitor attached", severity="warning", timeout=3)
+            return 0
+        done = 0
+        for f in findings:
+            # A cheap locked call on the monitor: safe from the UI thread.
+            if f.key:
+                acknowledge(f.key)
+            self._hidden.add(finding_key(f))
+            done += 1
+        if self.snapshot is not None:
+            self._set_findings(self.snapshot.findings)
+        return done
+
+    def action_acknowledge(self) -> None:
+        finding = self.selected_finding
+        if finding is None:
+            self.app.notify("no finding selected", timeout=2)
+            return
+        if finding.active:
+            self.app.notify(
+                "still active: a finding can be acknowledged once it has cleared",
+                severity="warning",
+                timeout=3,
+            )
+            return
+        if self._acknowledge([finding]):
+            self.app.notify(f"acknowledged: {sanitize(finding.message)}", timeout=2)
+
+    def action_acknowledge_all(self) -> None:
+        cleared = [f for f in self.findings if not f.active]
+        if not cleared:
+            self.app.notify("no cleared findings to acknowledge", timeout=2)
+            return
+        done = self._acknowledge(cleared)
+        if done:
+            self.app.notify(f"acknowledged {done} cleared finding{'s' if done != 1 else ''}")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+__all__ = ["FindingsScreen", "finding_prompt"]

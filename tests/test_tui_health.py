@@ -1,0 +1,436 @@
+"""Health findings on the dashboard: per-GPU badges, the title bar count, the findings strip, the
+findings screen (h) with acknowledgement, and one notification per new finding.
+
+Findings are put on simulated snapshots by hand (``dataclasses.replace``) or come from a stub
+monitor with the HealthMonitor API (``update`` / ``acknowledge``) attached to the sampler, so
+these tests do not depend on the health rules themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+
+from gputui.history import History
+from gputui.model import Finding, Snapshot
+from gputui.sampler import Sampler
+from gputui.tui.app import MAX_FINDING_TOASTS, GpuTuiApp
+from gputui.tui.commands import gputui_commands
+from gputui.tui.health_view import badge_text, gpu_badge_severity, node_summary, worst_severity
+from gputui.tui.messages import SnapshotReady
+from gputui.tui.screens.findings import FindingsScreen
+from gputui.tui.screens.help import HelpScreen, key_rows
+
+pytestmark = pytest.mark.usefixtures("tui_env")
+
+T0 = 1_700_000_000.0
+
+LOST = Finding(
+    rule="gpu_lost",
+    severity="fail",
+    message="GPU 3 fell off the bus",
+    hint="Drain the node and reset the GPU (nvidia-smi -r) or reboot.",
+    gpu_index=3,
+    key="gpu_lost:3",
+    first_seen=T0 + 10,
+    last_seen=T0 + 59,
+)
+THERMAL = Finding(
+    rule="throttle",
+    severity="warn",
+    message="HW thermal slowdown",
+    hint="Check the cooling: fans, airflow, inlet temperature.",
+    gpu_index=5,
+    key="throttle:5:hw_thermal",
+    first_seen=T0 + 20,
+    last_seen=T0 + 59,
+)
+PERSISTENCE = Finding(
+    rule="persistence_off",
+    severity="info",
+    message="persistence mode is off",
+    hint="nvidia-smi -pm 1",
+    gpu_index=1,
+    key="persistence_off:1",
+    first_seen=T0,
+    last_seen=T0 + 59,
+)
+EXPECT = Finding(
+    rule="expect_gpus",
+    severity="warn",
+    message="7 GPUs answer, 8 expected",
+    hint="Check nvidia-smi -L and the kernel log.",
+    gpu_index=None,
+    key="expect_gpus",
+    first_seen=T0 + 10,
+    last_seen=T0 + 59,
+)
+ECC_CLEARED = Finding(
+    rule="ecc_uncorrected",
+    severity="fail",
+    message="uncorrected ECC errors",
+    hint="Reset the GPU to retire the pages.",
+    gpu_index=2,
+    key="ecc_uncorrected:2",
+    first_seen=T0 + 5,
+    last_seen=T0 + 30,
+    active=False,
+)
+
+
+class StubMonitor:
+    """The HealthMonitor API the TUI uses: ``update`` returns what the test set in ``findings``
+    (minus acknowledged cleared ones); ``acknowledge`` drops cleared findings (thread-safe)."""
+
+    def __init__(self, findings: tuple[Finding, ...] = ()) -> None:
+        self.findings = findings
+        self.acknowledged: list[str | None] = []
+        self._lock = threading.Lock()
+
+    def update(self, snapshot: Snapshot, history: History) -> tuple[Finding, ...]:
+        with self._lock:
+            return self.findings
+
+    def acknowledge(self, key: str | None = None) -> int:
+        with self._lock:
+            self.acknowledged.append(key)
+            keep = tuple(f for f in self.findings if f.active or (key is not None and f.key != key))
+            done = len(self.findings) - len(keep)
+            self.findings = keep
+            return done
+
+
+def advance(sampler: Sampler, seconds: float = 1.0) -> None:
+    sampler.clock.now += seconds  # type: ignore[attr-defined]
+
+
+async def show(app: GpuTuiApp, pilot, sampler: Sampler, findings=None) -> Snapshot:
+    """Poll once, optionally replace the findings, post it like the sampler thread, settle."""
+    snapshot = sampler.poll()
+    advance(sampler)
+    if findings is not None:
+        snapshot = dataclasses.replace(snapshot, findings=tuple(findings))
+    app.post_message(SnapshotReady(snapshot))
+    await pilot.pause()
+    return snapshot
+
+
+def bottom_edge(app: GpuTuiApp, index: int) -> str:
+    return app.dashboard.panels[index].plain_lines[-1]
+
+
+def title(app: GpuTuiApp) -> str:
+    return app.dashboard.title_bar.plain_lines[0]
+
+
+def screen_text(app: GpuTuiApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+class Toasts:
+    """Records ``app.notify`` calls."""
+
+    def __init__(self, app: GpuTuiApp, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        original = app.notify
+
+        def notify(message, *, title="", severity="information", **kwargs):
+            self.calls.append((str(message), str(title), str(severity)))
+            return original(message, title=title, severity=severity, **kwargs)
+
+        monkeypatch.setattr(app, "notify", notify)
+
+    def health(self) -> list[tuple[str, str, str]]:
+        return [c for c in self.calls if c[1].startswith(("GPU", "node", "health"))]
+
+
+# -- pure helpers ---------------------------------------------------------------------------------
+
+
+def test_badge_severity_is_the_worst_active_finding_of_that_gpu() -> None:
+    findings = (LOST, THERMAL, PERSISTENCE, EXPECT, ECC_CLEARED)
+    assert gpu_badge_severity(findings, 3) == "fail"
+    assert gpu_badge_severity(findings, 5) == "warn"
+    assert gpu_badge_severity(findings, 1) == "ok"  # info does not change the badge
+    assert gpu_badge_severity(findings, 2) == "ok"  # cleared findings do not count
+    assert gpu_badge_severity(findings, 0) == "ok"
+    assert worst_severity(findings) == "fail"
+    assert badge_text("fail") == "✖ fail" and badge_text("warn") == "▲ warn"
+    assert badge_text("ok") == "✔ ok"
+    assert node_summary(findings) == ("✖ 1 failure, 2 warnings", "fail")
+    assert node_summary((THERMAL,)) == ("▲ 1 warning", "warn")
+    assert node_summary((PERSISTENCE, ECC_CLEARED)) == ("✔ healthy", "ok")
+
+
+# -- dashboard ------------------------------------------------------------------------------------
+
+
+async def test_badges_fail_for_lost_gpu_warn_for_warning_ok_otherwise(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler, (LOST, THERMAL, PERSISTENCE, EXPECT, ECC_CLEARED))
+        assert "✖ fail" in bottom_edge(app, 3)
+        assert "▲ warn" in bottom_edge(app, 5)
+        for index in (0, 1, 2, 4, 6, 7):
+            assert "✔ ok" in bottom_edge(app, index), index
+        assert "✖ 1 failure, 2 warnings" in title(app)
+        # The condition clears: the badge goes back to ok, the count follows.
+        await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, active=False)))
+        assert "✔ ok" in bottom_edge(app, 5)
+        assert "✖ 1 failure" in title(app) and "warning" not in title(app)
+        await show(app, pilot, sampler, ())
+        assert "✔ healthy" in title(app)
+        assert "✔ ok" in bottom_edge(app, 3)
+
+
+async def test_no_badge_without_a_monitor_or_findings(sim_sampler) -> None:
+    """No health checks ran: no badge and no 'healthy' claim."""
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        assert "✔ ok" not in bottom_edge(app, 0)
+        assert "healthy" not in title(app)
+        assert not app.dashboard.findings_strip.display
+
+
+async def test_monitor_attached_and_nothing_found_shows_ok_and_healthy(sim_sampler) -> None:
+    sampler = sim_sampler("dgx-h100", polls=3)
+    sampler.health = StubMonitor()
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        assert all("✔ ok" in bottom_edge(app, i) for i in range(8))
+        assert "✔ healthy" in title(app)
+
+
+async def test_compact_rows_and_roomy_panel_show_the_badge(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(app, pilot, sampler, (LOST, THERMAL))
+        assert app.dashboard.layout_choice.mode == "compact"
+        rows = {i: p.plain_lines[0] for i, p in app.dashboard.panels.items()}
+        assert "✖ fail" in rows[3] and "LOST" in rows[3]
+        assert "▲ warn" in rows[5]
+        assert "✔ ok" in rows[0]
+    sampler = sim_sampler("rtx4090", polls=5)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    finding = dataclasses.replace(THERMAL, gpu_index=0, key="throttle:0")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler, (finding,))
+        assert app.dashboard.layout_choice.mode == "roomy"
+        assert "▲ warn" in bottom_edge(app, 0)
+
+
+async def test_findings_strip_shows_while_something_is_wrong(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler, (PERSISTENCE,))
+        strip = app.dashboard.findings_strip
+        assert not strip.display  # info only
+        await show(app, pilot, sampler, (THERMAL, LOST, PERSISTENCE))
+        assert strip.display
+        line = strip.plain_lines[0]
+        assert line.index("GPU 3: GPU 3 fell off the bus") < line.index("GPU 5: HW thermal")
+        assert line.rstrip().endswith("h: health")
+        # All eight GPU panels still fit above it.
+        assert all(p.region.height == 6 for p in app.dashboard.panels.values())
+        await show(app, pilot, sampler, (dataclasses.replace(LOST, active=False),))
+        assert not strip.display
+
+
+# -- findings screen ------------------------------------------------------------------------------
+
+
+async def test_h_opens_the_findings_screen_with_message_and_hint(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    sampler.health = StubMonitor()
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler, (THERMAL, LOST, ECC_CLEARED, EXPECT))
+        await pilot.press("h")
+        assert isinstance(app.screen, FindingsScreen)
+        text = screen_text(app)
+        for f in (LOST, THERMAL, ECC_CLEARED, EXPECT):
+            assert f.message in text
+            assert f.hint in text
+        assert "✖ fail  GPU 3" in text and "▲ warn  GPU 5" in text and "node" in text
+        assert "since 22:13:30" in text  # LOST.first_seen, on the snapshot clock (UTC)
+        assert "cleared" in text
+        # Worst and active first, cleared last.
+        assert [f.key for f in app.screen.findings] == [
+            LOST.key,
+            EXPECT.key,
+            THERMAL.key,
+            ECC_CLEARED.key,
+        ]
+        # It follows new snapshots in place.
+        await show(app, pilot, sampler, (THERMAL,))
+        assert LOST.message not in screen_text(app)
+        await pilot.press("escape")
+        assert app.screen is app.dashboard
+        await pilot.press("h")
+        assert isinstance(app.screen, FindingsScreen)
+        await pilot.press("h")  # h toggles
+        assert app.screen is app.dashboard
+
+
+async def test_findings_screen_without_findings_says_so(sim_sampler) -> None:
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(app, pilot, sampler)
+        await pilot.press("h")
+        assert "no health monitor attached" in screen_text(app)
+        await pilot.press("q")  # closes the screen, does not quit
+        assert app.screen is app.dashboard and app.is_running
+
+
+async def test_acknowledge_removes_a_cleared_finding(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    monitor = StubMonitor((LOST, ECC_CLEARED, dataclasses.replace(THERMAL, active=False)))
+    sampler.health = monitor
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        await pilot.press("h")
+        screen = app.screen
+        assert isinstance(screen, FindingsScreen)
+        assert screen.selected_finding.key == LOST.key
+        await pilot.press("a")  # active: refused
+        assert monitor.acknowledged == []
+        await pilot.press("down")
+        assert screen.selected_finding.key == ECC_CLEARED.key
+        await pilot.press("a")
+        assert monitor.acknowledged == [ECC_CLEARED.key]
+        assert ECC_CLEARED.message not in screen_text(app)  # at once, before the next reading
+        await show(app, pilot, sampler)
+        assert [f.key for f in screen.findings] == [LOST.key, THERMAL.key]
+        await pilot.press("A")
+        assert monitor.acknowledged == [ECC_CLEARED.key, THERMAL.key]
+        await show(app, pilot, sampler)
+        assert [f.key for f in screen.findings] == [LOST.key]
+
+
+async def test_acknowledge_with_a_real_health_monitor(sim_sampler) -> None:
+    health = pytest.importorskip("gputui.health")
+    sampler = sim_sampler("faulty", polls=0)
+    monitor = health.HealthMonitor(health.HealthConfig())
+    sampler.health = monitor
+    for _ in range(40):
+        sampler.poll()
+        advance(sampler)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        snapshot = await show(app, pilot, sampler)
+        assert snapshot.findings, "the faulty scenario should produce findings"
+        lost = [f for f in snapshot.findings if f.gpu_index == 3 and f.active]
+        assert lost and "✖ fail" in bottom_edge(app, 3)
+        await pilot.press("h")
+        screen = app.screen
+        assert isinstance(screen, FindingsScreen)
+        assert all(f.message in screen_text(app) for f in screen.findings[:3])
+        cleared = [f for f in screen.findings if not f.active]
+        if cleared:
+            await pilot.press("A")
+            await show(app, pilot, sampler)
+            still = {f.key for f in screen.findings}
+            assert not any(f.key in still and not f.active for f in cleared)
+
+
+# -- notifications --------------------------------------------------------------------------------
+
+
+async def test_notification_once_per_new_finding(sim_sampler, monkeypatch) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        toasts = Toasts(app, monkeypatch)
+        await show(app, pilot, sampler, (PERSISTENCE,))
+        assert toasts.health() == []  # info does not notify
+        await show(app, pilot, sampler, (LOST, PERSISTENCE))
+        assert toasts.health() == [(LOST.message, "GPU 3", "error")]
+        for _ in range(3):
+            await show(app, pilot, sampler, (LOST, PERSISTENCE))
+        await show(app, pilot, sampler, (LOST, THERMAL, EXPECT))
+        assert toasts.health() == [
+            (LOST.message, "GPU 3", "error"),
+            (EXPECT.message, "node", "warning"),
+            (THERMAL.message, "GPU 5", "warning"),
+        ]
+        # Clears and comes back while still listed: not again.
+        await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, active=False)))
+        await show(app, pilot, sampler, (LOST, THERMAL))
+        assert len(toasts.health()) == 3
+        # Gets worse under the same key: once more.
+        await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, severity="fail")))
+        assert toasts.health()[-1] == (THERMAL.message, "GPU 5", "error")
+        # Acknowledged (no longer listed), then back: a new occurrence, notified again.
+        await show(app, pilot, sampler, (LOST,))
+        await show(app, pilot, sampler, (LOST, THERMAL))
+        assert toasts.health()[-1] == (THERMAL.message, "GPU 5", "warning")
+        assert len(toasts.health()) == 5
+        # Also while paused: a finding is never silent.
+        app.set_paused(True)
+        await show(app, pilot, sampler, (LOST, THERMAL, ECC_CLEARED, _lost(7)))
+        assert toasts.health()[5:] == [("GPU 7 fell off the bus", "GPU 7", "error")]
+
+
+def _lost(index: int) -> Finding:
+    return dataclasses.replace(
+        LOST, gpu_index=index, key=f"gpu_lost:{index}", message=f"GPU {index} fell off the bus"
+    )
+
+
+async def test_many_new_findings_at_once_are_summed_up(sim_sampler, monkeypatch) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        toasts = Toasts(app, monkeypatch)
+        await show(app, pilot, sampler, [_lost(i) for i in range(6)])
+        calls = toasts.health()
+        assert len(calls) == MAX_FINDING_TOASTS
+        assert calls[-1] == ("4 more health findings: press h to see them all", "health", "error")
+        await show(app, pilot, sampler, [_lost(i) for i in range(6)])
+        assert len(toasts.health()) == MAX_FINDING_TOASTS
+
+
+# -- readonly, help, palette ----------------------------------------------------------------------
+
+
+async def test_readonly_does_not_hide_health(sim_sampler) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    monitor = StubMonitor((LOST, ECC_CLEARED))
+    sampler.health = monitor
+    app = GpuTuiApp(sampler, start_sampler=False, readonly=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        assert "✖ fail" in bottom_edge(app, 3)
+        assert "✖ 1 failure" in title(app)
+        assert app.dashboard.findings_strip.display
+        assert "Health" in screen_text(app)  # in the footer
+        await pilot.press("h")
+        assert isinstance(app.screen, FindingsScreen)
+        assert LOST.hint in screen_text(app)
+        await pilot.press("A")
+        assert monitor.acknowledged == [ECC_CLEARED.key]
+
+
+async def test_help_and_command_palette_list_health(sim_sampler) -> None:
+    sampler = sim_sampler("dgx-h100", polls=1)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert ("h", "Health") in key_rows(app.dashboard)
+        titles = [t for t, _, _ in gputui_commands(app)]
+        assert "Show health findings" in titles
+        dict((t, cb) for t, _, cb in gputui_commands(app))["Show health findings"]()
+        await pilot.pause()
+        assert isinstance(app.screen, FindingsScreen)
+        await pilot.press("escape", "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert "Health" in app.screen.help_text.plain and "✖ fail" in app.screen.help_text.plain
