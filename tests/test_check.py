@@ -50,10 +50,11 @@ def test_faulty_node_fails_naming_each_fault_end_to_end() -> None:
     first = out.splitlines()[0]
     assert first.startswith("FAILED (") and "dgx-h100-13" in first and "sim:faulty" in first
     assert "8 GPUs" in first
-    assert "GPU 3 lost" in out  # fell off the bus
-    assert "GPU 2: 1 uncorrected ECC error" in out
-    assert "GPU 5 clocks held down: HW thermal slowdown" in out
-    assert "GPU 6 PCIe link at Gen3 x8" in out
+    assert "GPU 3 is lost (fell off the bus)" in first  # the drain reason names the worst fault
+    assert "fail  GPU 3   is lost (fell off the bus)" in out
+    assert "fail  GPU 2   1 uncorrected ECC error" in out
+    assert "fail  GPU 5   clocks held down: HW thermal slowdown" in out
+    assert "warn  GPU 6   PCIe link at Gen3 x8" in out
     assert "GPU 3  H100  fail" in out
     assert "Traceback" not in result.stderr
 
@@ -116,7 +117,7 @@ def test_gpus_option_restricts_the_judged_gpus(capsys) -> None:
     assert [g["index"] for g in data["gpus"]] == [0, 1]
     assert data["verdict"] == "healthy" and data["findings"] == []
     code, out = run("sim:faulty", capsys, gpus="6", ignore={"other_processes"})
-    assert code == 1 and "GPU 6 PCIe link" in out and "GPU 3" not in out
+    assert code == 1 and "GPU 6   PCIe link" in out and "GPU 3" not in out
     assert "Judged: GPUs 6 (from --gpus; the node has 8)." in out
 
 
@@ -138,7 +139,7 @@ def test_cuda_visible_devices_by_uuid_and_index(capsys) -> None:
 
     env = {"CUDA_VISIBLE_DEVICES": "2,3"}
     code, out = run("sim:faulty", capsys, environ=env, ignore={"other_processes"})
-    assert code == 2 and "GPU 3 lost" in out and "GPU 6" not in out
+    assert code == 2 and "GPU 3   is lost" in out and "GPU 6" not in out
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in out
     assert "from CUDA_VISIBLE_DEVICES" in out
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

@@ -134,7 +134,7 @@ def test_snapshot_text_lists_findings_after_the_gpu_table(capsys) -> None:
         "PID"
     )
     assert "fail  GPU 2" in out and "uncorrected ECC" in out
-    assert "GPU 6 PCIe link at Gen3 x8" in out
+    assert "warn  GPU 6   PCIe link at Gen3 x8" in out
 
 
 def test_snapshot_text_says_no_findings_on_a_healthy_node(sim_sampler) -> None:

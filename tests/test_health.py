@@ -114,7 +114,8 @@ def test_not_responding() -> None:
 
 def test_gpu_lost() -> None:
     (f,) = run("gpu_lost", snap((sample(0), sample(3, lost=True, error="fell off the bus"))))
-    assert f.severity == "fail" and f.gpu_index == 3 and "GPU 3 lost" in f.message
+    assert f.severity == "fail" and f.gpu_index == 3
+    assert f.message == "GPU 3 is lost (fell off the bus)"
     assert "nvidia-smi -r" in f.hint
     assert run("gpu_lost", snap((sample(0), sample(3)))) == []
 

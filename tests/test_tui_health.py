@@ -13,6 +13,7 @@ import threading
 
 import pytest
 
+from gputui.format import finding_text
 from gputui.history import History
 from gputui.model import Finding, Snapshot
 from gputui.sampler import Sampler
@@ -78,6 +79,11 @@ ECC_CLEARED = Finding(
     last_seen=T0 + 30,
     active=False,
 )
+
+
+def shown(finding: Finding) -> str:
+    """How views that show the GPU separately print a finding's message."""
+    return finding_text(finding.message, finding.gpu_index)
 
 
 class StubMonitor:
@@ -236,7 +242,7 @@ async def test_findings_strip_shows_while_something_is_wrong(sim_sampler) -> Non
         await show(app, pilot, sampler, (THERMAL, LOST, PERSISTENCE))
         assert strip.display
         line = strip.plain_lines[0]
-        assert line.index("GPU 3: GPU 3 fell off the bus") < line.index("GPU 5: HW thermal")
+        assert line.index("GPU 3: fell off the bus") < line.index("GPU 5: HW thermal")
         assert line.rstrip().endswith("h: health")
         # All eight GPU panels still fit above it.
         assert all(p.region.height == 6 for p in app.dashboard.panels.values())
@@ -257,7 +263,7 @@ async def test_h_opens_the_findings_screen_with_message_and_hint(sim_sampler) ->
         assert isinstance(app.screen, FindingsScreen)
         text = screen_text(app)
         for f in (LOST, THERMAL, ECC_CLEARED, EXPECT):
-            assert f.message in text
+            assert shown(f) in text
             assert f.hint in text
         assert "✖ fail  GPU 3" in text and "▲ warn  GPU 5" in text and "node" in text
         assert "since 22:13:30" in text  # LOST.first_seen, on the snapshot clock (UTC)
@@ -271,7 +277,7 @@ async def test_h_opens_the_findings_screen_with_message_and_hint(sim_sampler) ->
         ]
         # It follows new snapshots in place.
         await show(app, pilot, sampler, (THERMAL,))
-        assert LOST.message not in screen_text(app)
+        assert shown(LOST) not in screen_text(app)
         await pilot.press("escape")
         assert app.screen is app.dashboard
         await pilot.press("h")
@@ -308,7 +314,7 @@ async def test_acknowledge_removes_a_cleared_finding(sim_sampler) -> None:
         assert screen.selected_finding.key == ECC_CLEARED.key
         await pilot.press("a")
         assert monitor.acknowledged == [ECC_CLEARED.key]
-        assert ECC_CLEARED.message not in screen_text(app)  # at once, before the next reading
+        assert shown(ECC_CLEARED) not in screen_text(app)  # at once, before the next reading
         await show(app, pilot, sampler)
         assert [f.key for f in screen.findings] == [LOST.key, THERMAL.key]
         await pilot.press("A")
@@ -334,7 +340,7 @@ async def test_acknowledge_with_a_real_health_monitor(sim_sampler) -> None:
         await pilot.press("h")
         screen = app.screen
         assert isinstance(screen, FindingsScreen)
-        assert all(f.message in screen_text(app) for f in screen.findings[:3])
+        assert all(shown(f) in screen_text(app) for f in screen.findings[:3])
         cleared = [f for f in screen.findings if not f.active]
         if cleared:
             await pilot.press("A")
@@ -354,14 +360,14 @@ async def test_notification_once_per_new_finding(sim_sampler, monkeypatch) -> No
         await show(app, pilot, sampler, (PERSISTENCE,))
         assert toasts.health() == []  # info does not notify
         await show(app, pilot, sampler, (LOST, PERSISTENCE))
-        assert toasts.health() == [(LOST.message, "GPU 3", "error")]
+        assert toasts.health() == [(shown(LOST), "GPU 3", "error")]
         for _ in range(3):
             await show(app, pilot, sampler, (LOST, PERSISTENCE))
         await show(app, pilot, sampler, (LOST, THERMAL, EXPECT))
         assert toasts.health() == [
-            (LOST.message, "GPU 3", "error"),
-            (EXPECT.message, "node", "warning"),
-            (THERMAL.message, "GPU 5", "warning"),
+            (shown(LOST), "GPU 3", "error"),
+            (shown(EXPECT), "node", "warning"),
+            (shown(THERMAL), "GPU 5", "warning"),
         ]
         # Clears and comes back while still listed: not again.
         await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, active=False)))
@@ -369,16 +375,16 @@ async def test_notification_once_per_new_finding(sim_sampler, monkeypatch) -> No
         assert len(toasts.health()) == 3
         # Gets worse under the same key: once more.
         await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, severity="fail")))
-        assert toasts.health()[-1] == (THERMAL.message, "GPU 5", "error")
+        assert toasts.health()[-1] == (shown(THERMAL), "GPU 5", "error")
         # Acknowledged (no longer listed), then back: a new occurrence, notified again.
         await show(app, pilot, sampler, (LOST,))
         await show(app, pilot, sampler, (LOST, THERMAL))
-        assert toasts.health()[-1] == (THERMAL.message, "GPU 5", "warning")
+        assert toasts.health()[-1] == (shown(THERMAL), "GPU 5", "warning")
         assert len(toasts.health()) == 5
         # Also while paused: a finding is never silent.
         app.set_paused(True)
         await show(app, pilot, sampler, (LOST, THERMAL, ECC_CLEARED, _lost(7)))
-        assert toasts.health()[5:] == [("GPU 7 fell off the bus", "GPU 7", "error")]
+        assert toasts.health()[5:] == [("fell off the bus", "GPU 7", "error")]
 
 
 def _lost(index: int) -> Finding:

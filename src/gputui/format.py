@@ -229,9 +229,23 @@ def command_text(
     return f"[ctr {container_id[:8]}] {text}" if container_id else text
 
 
+def finding_text(message: str, gpu_index: int | None) -> str:
+    """A finding's message for a view that already shows its GPU: ``GPU 2: 1 uncorrected ECC
+    error`` becomes ``1 uncorrected ECC error`` and ``GPU 3 lost`` becomes ``lost``. Messages
+    name their GPU so they stand alone (JSON, a drain reason); tables need not repeat it."""
+    text = sanitize(message)
+    if gpu_index is None:
+        return text
+    for prefix in (f"GPU {gpu_index}: ", f"GPU {gpu_index} "):
+        if text.startswith(prefix) and len(text) > len(prefix):
+            return text[len(prefix) :]
+    return text
+
+
 __all__ = [
     "NA",
     "command_text",
+    "finding_text",
     "fmt_bytes",
     "fmt_bytes_pair",
     "fmt_clock",

@@ -281,10 +281,12 @@ def rule_gpu_lost(ctx: RuleContext) -> Iterable[Finding]:
     hint = "drain the node and reset the GPU (nvidia-smi -r) or reboot; RMA if it recurs"
     for _info, sample in ctx.samples():
         if sample.lost:
-            detail = f": {sample.error}" if sample.error else ""
-            yield _finding(
-                "gpu_lost", "fail", f"GPU {sample.index} lost{detail}", hint, sample.index
-            )
+            # Backends say "GPU is lost (fell off the bus)"; anything else is worth quoting.
+            error = sample.error or ""
+            said = ("lost", "fell off")
+            detail = "" if not error or any(w in error.lower() for w in said) else f": {error}"
+            message = f"GPU {sample.index} is lost (fell off the bus){detail}"
+            yield _finding("gpu_lost", "fail", message, hint, sample.index)
 
 
 def rule_gpu_count(ctx: RuleContext) -> Iterable[Finding]:

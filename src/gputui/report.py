@@ -7,6 +7,7 @@ import time
 from gputui.format import (
     NA,
     command_text,
+    finding_text,
     fmt_bytes,
     fmt_bytes_pair,
     fmt_duration,
@@ -59,7 +60,8 @@ def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
     for f in findings:
         where = "node" if f.gpu_index is None else f"GPU {f.gpu_index}"
         cleared = "" if f.active else " (cleared)"
-        lines.append(f"  {f.severity:<4}  {where:<6}  {f.message}{cleared}  [{f.rule}]")
+        text = finding_text(f.message, f.gpu_index)
+        lines.append(f"  {f.severity:<4}  {where:<6}  {text}{cleared}  [{f.rule}]")
         if f.hint:
             lines.append(f"                {f.hint}")
     return lines

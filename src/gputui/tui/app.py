@@ -17,7 +17,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from gputui.format import fmt_interval, sanitize
+from gputui.format import finding_text, fmt_interval
 from gputui.model import SEVERITY_ORDER, ProcessSample, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.commands import GpuCommands
@@ -156,7 +156,7 @@ class GpuTuiApp(App[None]):
         shown = new if len(new) <= MAX_FINDING_TOASTS else new[: MAX_FINDING_TOASTS - 1]
         for finding in shown:
             self.notify(
-                sanitize(finding.message),
+                finding_text(finding.message, finding.gpu_index),
                 title=where(finding),
                 severity=NOTIFY_SEVERITY[finding.severity],  # type: ignore[arg-type]
                 timeout=8,

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from gputui.format import fmt_clock, sanitize
+from gputui.format import finding_text, fmt_clock, sanitize
 from gputui.model import Finding, Snapshot
 from gputui.tui.health_view import (
     badge_text,
@@ -68,7 +68,7 @@ def finding_prompt(f: Finding, width: int = 0) -> Content:
         " ",
         (f"{where(f):<7}", "bold"),
         " ",
-        (sanitize(f.message), "" if f.active else "$text-muted"),
+        (finding_text(f.message, f.gpu_index), "" if f.active else "$text-muted"),
     ]
     when: list[tuple[str, str] | str] = []
     if f.first_seen is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.format import sanitize
+from gputui.format import finding_text
 from gputui.model import Finding
 from gputui.tui.health_view import BADGE_SYMBOLS, sorted_findings, where
 from gputui.tui.widgets.line_widget import (
@@ -55,7 +55,7 @@ class FindingsStrip(LineWidget):
         items = self.findings
         for i, f in enumerate(items):
             cls = BAD if f.severity == "fail" else WARN
-            message = sanitize(f.message)
+            message = finding_text(f.message, f.gpu_index)
             if len(message) > MESSAGE_MAX:
                 message = message[: MESSAGE_MAX - 1] + "…"
             if not i:  # the worst one is always shown, its message cut to fit
