@@ -9,13 +9,18 @@ import pytest
 from gputui.model import (
     SCHEMA_VERSION,
     GpuInfo,
+    GpuLocality,
+    GpuPath,
     GpuSample,
     HostSample,
+    LinkInfo,
+    LinkSample,
     MigDeviceInfo,
     MigSample,
     NodeInfo,
     ProcessSample,
     Snapshot,
+    Topology,
     describe_throttle,
 )
 
@@ -38,12 +43,24 @@ def make_snapshot() -> Snapshot:
         power_w=612.5,
         throttle_reasons=frozenset({"sw_power_cap", "hw_thermal"}),
         mig_devices=(MigSample("MIG-1", 2**30, 10 * 2**30),),
+        links=(LinkSample(0, up=True, tx_bytes_per_s=1e9, replay_errors=0),),
     )
     proc = ProcessSample(pid=42, gpu_index=0, gpu_memory_bytes=2**30, command="python train.py")
     host = HostSample(
         timestamp=100.0, cpu_pct=12.5, per_core_pct=(10.0, 15.0), load_average=(1, 2, 3)
     )
-    node = NodeInfo(hostname="box", backend="sim:test", gpus=(info,), driver_version="550.54.15")
+    topology = Topology(
+        paths=(GpuPath(0, 1, pcie_level="SYS", p2p_read=True, p2p_write=False),),
+        links=(LinkInfo(0, 0, "nvlink", version=4, remote_type="switch"),),
+        locality=(GpuLocality(0, cpu_affinity="0-55,112-167", numa_node=0),),
+    )
+    node = NodeInfo(
+        hostname="box",
+        backend="sim:test",
+        gpus=(info,),
+        driver_version="550.54.15",
+        topology=topology,
+    )
     return Snapshot(timestamp=100.0, node=node, gpus=(sample,), processes=(proc,), host=host)
 
 
@@ -62,6 +79,8 @@ def test_json_uses_plain_types_and_sorted_reasons() -> None:
     assert gpu["temperature_gpu_c"] is None  # unsupported stays null, never 0
     assert data["node"]["gpus"][0]["mig_devices"][0]["uuid"] == "MIG-1"
     assert data["host"]["load_average"] == [1, 2, 3]
+    assert data["node"]["topology"]["paths"][0]["pcie_level"] == "SYS"
+    assert data["gpus"][0]["links"][0]["tx_bytes_per_s"] == 1e9
 
 
 def test_unknown_keys_are_ignored_and_wrong_schema_rejected() -> None:

@@ -100,6 +100,83 @@ class GpuInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkInfo:
+    """One NVLink (NVIDIA) or XGMI (AMD) link of a GPU, as discovered at start-up."""
+
+    gpu_index: int
+    link: int
+    kind: str
+    """``nvlink`` or ``xgmi``."""
+    version: int | None = None
+    speed_gbps: float | None = None
+    """Link speed in Gb/s per direction, as the library reports it."""
+    remote_type: str | None = None
+    """``gpu``, ``switch`` (NVSwitch), ``cpu`` or None when unknown."""
+    remote_gpu_index: int | None = None
+    remote_pci_bus_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPath:
+    """How GPU ``a`` reaches GPU ``b`` (one entry per unordered pair, ``a < b``)."""
+
+    a: int
+    b: int
+    pcie_level: str | None = None
+    """Closest common PCIe ancestor as ``nvidia-smi topo -m`` names it: ``PIX`` (one switch),
+    ``PXB`` (several switches), ``PHB`` (host bridge), ``NODE`` (same NUMA node), ``SYS``
+    (across NUMA nodes); None when unknown."""
+    link_type: str | None = None
+    """AMD only: ``xgmi`` or ``pcie`` as amdsmi_topo_get_link_type reports it."""
+    hops: int | None = None
+    weight: int | None = None
+    p2p_read: bool | None = None
+    p2p_write: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLocality:
+    """Where a GPU sits relative to the CPUs, as ``nvidia-smi topo -m`` shows it."""
+
+    gpu_index: int
+    cpu_affinity: str | None = None
+    """CPU list in ``taskset`` form, e.g. ``0-55,112-167``."""
+    numa_node: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """The static wiring of a node: GPU pairs, NVLink/XGMI links, CPU locality."""
+
+    paths: tuple[GpuPath, ...] = ()
+    links: tuple[LinkInfo, ...] = ()
+    locality: tuple[GpuLocality, ...] = ()
+
+    def path(self, a: int, b: int) -> GpuPath | None:
+        lo, hi = min(a, b), max(a, b)
+        for path in self.paths:
+            if path.a == lo and path.b == hi:
+                return path
+        return None
+
+    def links_of(self, gpu_index: int) -> tuple[LinkInfo, ...]:
+        return tuple(link for link in self.links if link.gpu_index == gpu_index)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSample:
+    """One reading of one NVLink / XGMI link (slow tier)."""
+
+    link: int
+    up: bool | None = None
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    replay_errors: int | None = None
+    recovery_errors: int | None = None
+    crc_errors: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MigSample:
     """Per-tick reading of one MIG slice."""
 
@@ -151,6 +228,8 @@ class GpuSample:
     remapped_rows_failure: bool | None = None
     throttle_reasons: frozenset[str] | None = None
     mig_devices: tuple[MigSample, ...] = ()
+    links: tuple[LinkSample, ...] = ()
+    """Per-link state, throughput and error counters (NVLink / XGMI); empty when none."""
 
     @property
     def memory_total_bytes(self) -> int | None:
@@ -174,6 +253,7 @@ SLOW_SAMPLE_FIELDS: tuple[str, ...] = (
     "remapped_rows_uncorrectable",
     "remapped_rows_pending",
     "remapped_rows_failure",
+    "links",
 )
 """GpuSample fields a backend fills only on slow-tier reads; the sampler carries them between."""
 
@@ -262,6 +342,8 @@ class NodeInfo:
     # CUDA driver API version ("12.4") for NVIDIA, ROCm version for AMD.
     runtime_version: str | None = None
     library_version: str | None = None
+    topology: Topology | None = None
+    """None when the backend did not (or could not) discover the wiring."""
 
     def gpu(self, index: int) -> GpuInfo | None:
         for info in self.gpus:
@@ -366,8 +448,12 @@ __all__ = [
     "Finding",
     "GpuEvent",
     "GpuInfo",
+    "GpuLocality",
+    "GpuPath",
     "GpuSample",
     "HostSample",
+    "LinkInfo",
+    "LinkSample",
     "MigDeviceInfo",
     "MigSample",
     "NodeInfo",
@@ -375,6 +461,7 @@ __all__ = [
     "ProcessType",
     "Severity",
     "Snapshot",
+    "Topology",
     "Vendor",
     "describe_throttle",
     "from_jsonable",
