@@ -228,8 +228,9 @@ class GpuSample:
     remapped_rows_failure: bool | None = None
     throttle_reasons: frozenset[str] | None = None
     mig_devices: tuple[MigSample, ...] = ()
-    links: tuple[LinkSample, ...] = ()
-    """Per-link state, throughput and error counters (NVLink / XGMI); empty when none."""
+    links: tuple[LinkSample, ...] | None = None
+    """Per-link state, throughput and error counters (NVLink / XGMI), slow tier; ``()`` for a GPU
+    without links, None when not read."""
 
     @property
     def memory_total_bytes(self) -> int | None:
