@@ -539,3 +539,164 @@ def test_dgx_host_is_big_and_busy() -> None:
     assert h1.load_average and all(x > 10 for x in h1.load_average)
     assert h2.uptime_s - h1.uptime_s == pytest.approx(60.0)
     assert h1.per_core_pct != h2.per_core_pct
+
+
+# -- topology and per-link readings --------------------------------------------------------------
+
+
+def _pairs(n: int) -> list[tuple[int, int]]:
+    return [(a, b) for a in range(n) for b in range(a + 1, n)]
+
+
+@pytest.mark.parametrize("scenario", ["dgx-h100", "faulty"])
+def test_dgx_topology_is_nv18_through_nvswitch(scenario: str) -> None:
+    topo = sim(scenario).open().topology
+    assert topo is not None
+    assert [(p.a, p.b) for p in topo.paths] == _pairs(8)  # 28 pairs, a < b, once each
+    for p in topo.paths:
+        same_socket = (p.a < 4) == (p.b < 4)
+        assert p.pcie_level == ("NODE" if same_socket else "SYS")
+        assert p.p2p_read is True and p.p2p_write is True
+        assert p.link_type is None  # AMD only
+    switches = set()
+    for i in range(8):
+        links = topo.links_of(i)
+        assert [link.link for link in links] == list(range(18))
+        for link in links:
+            assert link.kind == "nvlink" and link.version == 4
+            assert link.speed_gbps == pytest.approx(212.5)
+            assert link.remote_type == "switch" and link.remote_gpu_index is None
+            switches.add(link.remote_pci_bus_id)
+    assert len(switches) == 4
+    assert len(topo.links) == 8 * 18
+    assert [(loc.gpu_index, loc.numa_node) for loc in topo.locality] == [
+        (i, 0 if i < 4 else 1) for i in range(8)
+    ]
+    for loc in topo.locality:
+        assert loc.cpu_affinity == ("0-55,112-167" if loc.numa_node == 0 else "56-111,168-223")
+
+
+def test_a100_pcie_topology_is_one_sys_pair_without_links() -> None:
+    backend = sim("a100-pcie")
+    topo = backend.open().topology
+    assert topo is not None
+    assert len(topo.paths) == 1
+    (path,) = topo.paths
+    assert (path.a, path.b, path.pcie_level) == (0, 1, "SYS")
+    assert path.p2p_read is False and path.p2p_write is False
+    assert topo.links == ()
+    assert [loc.numa_node for loc in topo.locality] == [0, 1]
+    assert all(loc.cpu_affinity for loc in topo.locality)
+    for s in backend.read_gpus(T0 + 5.0, slow=True):
+        assert s.links == ()
+
+
+def test_rtx4090_topology_is_a_single_gpu() -> None:
+    backend = sim("rtx4090")
+    topo = backend.open().topology
+    assert topo is not None
+    assert topo.paths == () and topo.links == ()
+    assert len(topo.locality) == 1 and topo.locality[0].gpu_index == 0
+    assert topo.locality[0].cpu_affinity == "0-31"
+    assert gpu(backend, 5.0, 0).links == ()
+
+
+def test_mi300x_topology_is_a_full_xgmi_mesh() -> None:
+    topo = sim("mi300x").open().topology
+    assert topo is not None
+    assert [(p.a, p.b) for p in topo.paths] == _pairs(8)
+    for p in topo.paths:
+        assert (p.link_type, p.hops, p.weight) == ("xgmi", 1, 15)
+        assert p.p2p_read is True and p.p2p_write is True
+    node = sim("mi300x").open()
+    edges = set()
+    for i in range(8):
+        links = topo.links_of(i)
+        assert len(links) == 7
+        assert all(link.kind == "xgmi" and link.remote_type == "gpu" for link in links)
+        peers = [link.remote_gpu_index for link in links]
+        assert sorted(peers) == [p for p in range(8) if p != i]
+        for link in links:
+            peer = node.gpu(link.remote_gpu_index)
+            assert peer is not None and link.remote_pci_bus_id == peer.pci_bus_id
+            edges.add((min(i, link.remote_gpu_index), max(i, link.remote_gpu_index)))
+    assert sorted(edges) == _pairs(8)
+    assert [loc.numa_node for loc in topo.locality] == [0] * 4 + [1] * 4
+
+
+def test_faulty_has_exactly_one_nvlink_down() -> None:
+    backend = sim("faulty")
+    samples = backend.read_gpus(T0 + 2.0, slow=True)  # before GPU 3 falls off the bus
+    down = [(s.index, link) for s in samples for link in s.links or () if not link.up]
+    assert len(down) == 1
+    index, link = down[0]
+    assert (index, link.link) == (1, 7)
+    assert link.rx_bytes_per_s is None and link.tx_bytes_per_s is None
+    assert link.replay_errors and link.recovery_errors
+    for s in samples:
+        assert s.links is not None and len(s.links) == 18
+        for other in s.links:
+            if (s.index, other.link) != (1, 7):
+                assert other.up is True
+                assert other.replay_errors == other.recovery_errors == other.crc_errors == 0
+    lost = backend.read_gpus(T0 + 10.0, slow=True)[3]
+    assert lost.lost and lost.links is None
+
+
+@pytest.mark.parametrize("scenario", ["dgx-h100", "mi300x", "faulty"])
+def test_per_link_rates_sum_to_the_aggregate(scenario: str) -> None:
+    backend = sim(scenario)
+    topo = backend.open().topology
+    assert topo is not None
+    cap = min(link.speed_gbps for link in topo.links) * 1e9 / 8  # bytes/s per direction
+    busy = 0
+    for t in times(16.0, 40.0, 0.75):
+        for s in backend.read_gpus(T0 + t, slow=True):
+            if s.lost:
+                continue
+            assert s.links
+            up = [link for link in s.links if link.up]
+            rx = [link.rx_bytes_per_s for link in up]
+            tx = [link.tx_bytes_per_s for link in up]
+            assert all(v is not None and 0 <= v < cap for v in rx + tx)
+            # each link's share is rounded to whole bytes, nothing else is lost
+            assert sum(rx) == pytest.approx(s.nvlink_rx_bytes_per_s, abs=len(up))
+            assert sum(tx) == pytest.approx(s.nvlink_tx_bytes_per_s, abs=len(up))
+            if s.nvlink_rx_bytes_per_s > 1e9:
+                busy += 1
+                assert len(set(rx)) == len(rx), "links are not identical"
+                mean = sum(rx) / len(rx)
+                assert all(abs(v - mean) <= 0.06 * mean for v in rx)
+    assert busy, "some reads fall in all-reduce traffic"
+
+
+def test_links_only_on_slow_reads() -> None:
+    backend = sim("dgx-h100")
+    assert all(s.links is None for s in backend.read_gpus(T0 + 3.0, slow=False))
+    assert all(s.links for s in backend.read_gpus(T0 + 3.0, slow=True))
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_topology_and_links_are_deterministic(scenario: str) -> None:
+    a, b = sim(scenario, seed=4), sim(scenario, seed=4)
+    assert a.open().topology == b.open().topology
+    assert a.open().topology is not None
+    for t in (0.0, 3.3, 17.25, 61.0):
+        la = [s.links for s in a.read_gpus(T0 + t, slow=True)]
+        lb = [s.links for s in b.read_gpus(T0 + t, slow=True)]
+        assert la == lb
+    # the links of a reading do not depend on what was read before
+    c = sim(scenario, seed=4)
+    assert [s.links for s in c.read_gpus(T0 + 61.0, slow=True)] == la
+
+
+def test_slow_read_with_links_stays_cheap() -> None:
+    import time
+
+    backend = sim("dgx-h100")
+    best = float("inf")
+    for i in range(30):
+        start = time.perf_counter()
+        backend.read_gpus(T0 + 20.0 + i * 0.5, slow=True)
+        best = min(best, time.perf_counter() - start)
+    assert best < 5e-3, f"a slow read of 8 GPUs x 18 links took {best * 1e3:.2f} ms"

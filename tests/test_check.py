@@ -112,9 +112,9 @@ def test_unknown_ignore_id_is_an_argument_error_listing_the_valid_ones(capsys, v
 
 
 def test_gpus_option_restricts_the_judged_gpus(capsys) -> None:
-    data = run_json("sim:faulty", capsys, gpus="0,1", ignore={"other_processes"})
-    assert data["checked_gpus"] == [0, 1]
-    assert [g["index"] for g in data["gpus"]] == [0, 1]
+    data = run_json("sim:faulty", capsys, gpus="0,4", ignore={"other_processes"})
+    assert data["checked_gpus"] == [0, 4]  # the faulty node's healthy GPUs
+    assert [g["index"] for g in data["gpus"]] == [0, 4]
     assert data["verdict"] == "healthy" and data["findings"] == []
     code, out = run("sim:faulty", capsys, gpus="6", ignore={"other_processes"})
     assert code == 1 and "GPU 6   PCIe link" in out and "GPU 3" not in out

@@ -12,6 +12,19 @@ needs is a knob on :class:`FakeGpu` (values, ``unsupported``, ``errors``, ``all_
 counted in ``calls`` (per function), ``gpu_calls`` (per GPU index and function) and logged in
 ``log``.
 
+Topology and NVLink: ``FakeGpu.nvlinks`` lists the GPU's links (:class:`FakeLink`: state, version,
+remote PCI bus id and device type, error counters, cumulative per-link KiB counters read through
+field values 138/139 with scopeId = link id); an empty list answers NotSupported for every link
+(a consumer or PCIe card), a link id past the list InvalidArgument. ``nvswitch_links`` and
+``direct_links`` build the usual layouts. ``FakeGpu.nvlink_speed_mbps`` is field 90,
+``cpu_affinity`` (CPU ids, packed into 64-bit words) and ``numa_node`` feed
+``nvmlDeviceGetCpuAffinity`` / ``nvmlDeviceGetNumaNodeId`` (None: NotSupported). On
+:class:`FakeNvml`, ``topology_levels`` (a GPU x GPU matrix of ``NVML_TOPOLOGY_*``; default NODE)
+and ``p2p_status`` ((a, b, index) -> status, looked up both ways; default OK) answer the pair
+queries, and a P2P index that is not an int (the binding's tuple ``NVML_P2P_CAPS_INDEX_READ``)
+raises ``ctypes.ArgumentError`` as the real call does. FunctionNotFound for one call (remote
+device type, NUMA node): ``missing={...}``. A link going down mid-run: set its ``state = 0``.
+
 Events: ``nvmlEventSetCreate`` / ``nvmlDeviceRegisterEvents`` / ``nvmlEventSetWait`` /
 ``nvmlEventSetFree`` work on :class:`FakeEventSet` objects (listed in ``FakeNvml.event_sets``).
 A test feeds them with :meth:`FakeNvml.emit_event` (delivered to every live set registered for that
@@ -115,6 +128,40 @@ class FakeMig:
     graphics_processes: list[FakeProcess] = field(default_factory=list)
 
 
+@dataclass
+class FakeLink:
+    """One NVLink of a GPU. ``None`` in a field makes its query answer NotSupported."""
+
+    state: int = 1  # NVML_FEATURE_ENABLED; 0: the link is down
+    version: int | None = 4
+    remote_bus_id: str | None = "00000000:C1:00.0"  # an NVSwitch by default
+    remote_type: int | None = _real.NVML_NVLINK_DEVICE_TYPE_SWITCH
+    replay_errors: int | None = 0
+    recovery_errors: int | None = 0
+    crc_flit_errors: int | None = 0
+    crc_data_errors: int | None = 0
+    tx_kib: int | None = 0  # cumulative (field 138, scopeId = link id)
+    rx_kib: int | None = 0
+
+
+def nvswitch_links(count: int = 18, switch_bus_ids: tuple[str, ...] = ()) -> list[FakeLink]:
+    """``count`` NVLink4 links to NVSwitches (an HGX H100 board: 18 links over 4 switches)."""
+    buses = switch_bus_ids or tuple(f"00000000:{0xC1 + i:02X}:00.0" for i in range(4))
+    return [FakeLink(remote_bus_id=buses[i % len(buses)]) for i in range(count)]
+
+
+def direct_links(peer_bus_id: str, count: int = 4, version: int = 3) -> list[FakeLink]:
+    """``count`` links straight to one peer GPU (an NVLink bridge between two cards)."""
+    return [
+        FakeLink(
+            version=version,
+            remote_bus_id=peer_bus_id,
+            remote_type=_real.NVML_NVLINK_DEVICE_TYPE_GPU,
+        )
+        for _ in range(count)
+    ]
+
+
 def _default_clocks() -> dict[int, int]:
     return {_real.NVML_CLOCK_GRAPHICS: 1755, _real.NVML_CLOCK_SM: 1755, _real.NVML_CLOCK_MEM: 2619}
 
@@ -185,6 +232,10 @@ class FakeGpu:
     nvlink_tx_kib: int | None = 0  # cumulative, all links (field values 138/139)
     nvlink_rx_kib: int | None = 0
     supported_event_types: int = DEFAULT_EVENT_TYPES  # 0: no events on this GPU
+    nvlinks: list[FakeLink] = field(default_factory=list)  # empty: no NVLink (NotSupported)
+    nvlink_speed_mbps: int | None = None  # field 90 (NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON)
+    cpu_affinity: tuple[int, ...] | None = None  # CPU ids close to the GPU
+    numa_node: int | None = None
     # Knobs for failures.
     unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
     unsupported_fields: set[int] = field(default_factory=set)  # field ids reported NOT_SUPPORTED
@@ -297,6 +348,8 @@ class FakeNvml:
         driver_version: str = "550.54.15",
         cuda_driver_version: int = 12040,
         nvml_version: str = "12.550.54.15",
+        topology_levels: list[list[int]] | None = None,
+        p2p_status: dict[tuple[int, int, int], int] | None = None,
     ) -> None:
         self.absent = set(absent)  # names the binding lacks -> AttributeError
         self.gpus = list(gpus)
@@ -319,6 +372,8 @@ class FakeNvml:
         self.gpu_calls: Counter[tuple[int, str]] = Counter()
         self.log: list[tuple[str, int | None, tuple[Any, ...], dict[str, Any]]] = []
         self.event_sets: list[FakeEventSet] = []
+        self.topology_levels = topology_levels  # [a][b] -> NVML_TOPOLOGY_*; None: all NODE
+        self.p2p_status = dict(p2p_status or {})  # (a, b, p2pIndex) -> NVML_P2P_STATUS_*
 
     def __getattribute__(self, name: str) -> Any:
         if name != "absent" and not name.startswith("_") and name in self.absent:
@@ -686,7 +741,7 @@ class FakeNvml:
             except TypeError:
                 entry.fieldId = field_id
             entry.timestamp = 1_700_000_000_000_000
-            value_type, value = gpu_field(gpu, entry.fieldId)
+            value_type, value = gpu_field(gpu, entry.fieldId, entry.scopeId)
             if gpu.all_unsupported or entry.fieldId in gpu.unsupported_fields or value is None:
                 entry.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
                 continue
@@ -725,6 +780,81 @@ class FakeNvml:
     def nvmlDeviceGetPcieThroughput(self, device: FakeHandle, counter: int) -> int:
         tx, rx = self._dev(device)[0].pcie_throughput_kbs
         return tx if counter == _real.NVML_PCIE_UTIL_TX_BYTES else rx
+
+    # -- NVLink and topology ------------------------------------------------------------------
+
+    def _link(self, device: FakeHandle, link: int) -> FakeLink:
+        gpu = self._dev(device)[0]
+        if not gpu.nvlinks:
+            raise NVMLError_NotSupported()
+        if not 0 <= link < len(gpu.nvlinks):
+            raise NVMLError_InvalidArgument()
+        return gpu.nvlinks[link]
+
+    @_api
+    def nvmlDeviceGetNvLinkState(self, device: FakeHandle, link: int) -> int:
+        return self._link(device, link).state
+
+    @_api
+    def nvmlDeviceGetNvLinkVersion(self, device: FakeHandle, link: int) -> int:
+        return _value(self._link(device, link).version)
+
+    @_api
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: FakeHandle, link: int) -> Any:
+        bus_id = _value(self._link(device, link).remote_bus_id)
+        info = _real.nvmlPciInfo_t()
+        info.busId = bus_id
+        info.busIdLegacy = bus_id[4:]
+        info.bus = int(bus_id.split(":")[1], 16)
+        return info
+
+    @_api
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeHandle, link: int) -> int:
+        return _value(self._link(handle, link).remote_type)
+
+    @_api
+    def nvmlDeviceGetNvLinkErrorCounter(self, device: FakeHandle, link: int, counter: int) -> int:
+        nvlink = self._link(device, link)
+        names = {
+            _real.NVML_NVLINK_ERROR_DL_REPLAY: "replay_errors",
+            _real.NVML_NVLINK_ERROR_DL_RECOVERY: "recovery_errors",
+            _real.NVML_NVLINK_ERROR_DL_CRC_FLIT: "crc_flit_errors",
+            _real.NVML_NVLINK_ERROR_DL_CRC_DATA: "crc_data_errors",
+        }
+        if counter not in names:
+            raise NVMLError_InvalidArgument()
+        return _value(getattr(nvlink, names[counter]))
+
+    @_api
+    def nvmlDeviceGetTopologyCommonAncestor(self, device1: FakeHandle, device2: FakeHandle) -> int:
+        self.gpus[device2.gpu_index].check("nvmlDeviceGetTopologyCommonAncestor")
+        if self.topology_levels is None:
+            return _real.NVML_TOPOLOGY_NODE
+        return self.topology_levels[device1.gpu_index][device2.gpu_index]
+
+    @_api
+    def nvmlDeviceGetP2PStatus(
+        self, device1: FakeHandle, device2: FakeHandle, p2pIndex: int
+    ) -> int:
+        if not isinstance(p2pIndex, int):  # ctypes cannot pass the binding's tuple READ index
+            raise ctypes.ArgumentError(f"argument 3: invalid P2P index {p2pIndex!r}")
+        self.gpus[device2.gpu_index].check("nvmlDeviceGetP2PStatus")
+        a, b = device1.gpu_index, device2.gpu_index
+        status = self.p2p_status.get((a, b, p2pIndex), self.p2p_status.get((b, a, p2pIndex)))
+        return _real.NVML_P2P_STATUS_OK if status is None else status
+
+    @_api
+    def nvmlDeviceGetCpuAffinity(self, handle: FakeHandle, cpuSetSize: int) -> Any:
+        cpus = _value(self._dev(handle)[0].cpu_affinity)
+        words = (ctypes.c_ulonglong * cpuSetSize)()
+        for cpu in cpus:
+            if cpu < 64 * cpuSetSize:  # the driver fills only what fits
+                words[cpu // 64] |= 1 << (cpu % 64)
+        return words
+
+    @_api
+    def nvmlDeviceGetNumaNodeId(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].numa_node)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -856,17 +986,29 @@ _VALUE_MEMBER = {
 }
 
 
-def gpu_field(gpu: FakeGpu, field_id: int) -> tuple[int, Any]:
+def gpu_field(gpu: FakeGpu, field_id: int, scope: int = 0) -> tuple[int, Any]:
     """(valueType, value) of a field on ``gpu``; value None means NOT_SUPPORTED."""
     ull = _real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    per_link = {
+        _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: "tx_kib",
+        _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: "rx_kib",
+    }
+    if field_id in per_link and gpu.nvlinks and scope != UINT_MAX:
+        # scopeId = link id: that link's counter (a link past the list: not supported).
+        nvlink = gpu.nvlinks[scope] if scope < len(gpu.nvlinks) else None
+        return ull, getattr(nvlink, per_link[field_id]) if nvlink is not None else None
     table: dict[int, tuple[int, Any]] = {
         _real.NVML_FI_DEV_MEMORY_TEMP: (_real.NVML_VALUE_TYPE_UNSIGNED_INT, gpu.memory_temperature),
         _real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (ull, gpu.energy_mj),
         _real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (ull, gpu.pcie_tx_bytes),
         _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (ull, gpu.pcie_rx_bytes),
-        # The fake reports the all-links sum whatever the scopeId.
+        # The all-links sum (scopeId UINT_MAX; any scope on a GPU without ``nvlinks``).
         _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: (ull, gpu.nvlink_tx_kib),
         _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: (ull, gpu.nvlink_rx_kib),
+        _real.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: (
+            _real.NVML_VALUE_TYPE_UNSIGNED_INT,
+            gpu.nvlink_speed_mbps,
+        ),
     }
     return table.get(field_id, (ull, None))
 

@@ -1,8 +1,11 @@
 """NVIDIA backend: nvidia-ml-py (``import pynvml``) turned into :mod:`gputui.model` objects.
 
-``open`` initialises NVML, caches one handle per GPU (and per MIG slice) and reads the static facts;
+``open`` initialises NVML, caches one handle per GPU (and per MIG slice) and reads the static facts,
+the topology among them (PCIe common ancestors, P2P read/write, NVLink links and their peers, CPU
+affinity and NUMA node: NVLink discovery is slow on some systems, so it is done once, here);
 ``read_gpus`` reads the fast tier on every call and the slow tier (ECC, remapped rows, PCIe and
-NVLink rates) when asked; ``read_processes`` lists GPU processes with their SM %.
+NVLink rates, per-link state, traffic and error counters) when asked; ``read_processes`` lists GPU
+processes with their SM %.
 
 Every per-device call goes through :meth:`NvmlBackend._query`: an answer of "not supported" (or
 a symbol the driver or binding lacks) becomes ``None`` and is remembered per GPU, so that call is
@@ -19,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import queue
 import socket
 import threading
@@ -33,12 +37,17 @@ from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import (
     GpuEvent,
     GpuInfo,
+    GpuLocality,
+    GpuPath,
     GpuSample,
+    LinkInfo,
+    LinkSample,
     MigDeviceInfo,
     MigSample,
     NodeInfo,
     ProcessSample,
     ProcessType,
+    Topology,
 )
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,7 @@ ALL_LINKS = 0xFFFFFFFF  # field-value scopeId meaning "sum over every NVLink"
 # Field ids (ABI-stable numbers from nvml.h; named here so importing this module needs no pynvml).
 FI_MEMORY_TEMP = 82
 FI_TOTAL_ENERGY = 83  # mJ
+FI_NVLINK_SPEED_COMMON = 90  # common speed of the active links, in MB/s (26562 on H100)
 FI_NVLINK_DATA_TX = 138  # cumulative KiB
 FI_NVLINK_DATA_RX = 139
 FI_PCIE_TX_BYTES = 197  # cumulative bytes
@@ -64,11 +74,32 @@ _SLOW_FIELDS = (
     (FI_NVLINK_DATA_TX, ALL_LINKS),
     (FI_NVLINK_DATA_RX, ALL_LINKS),
 )
+_PER_LINK_FIELDS = frozenset({FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX})  # scopeId: link id or ALL
+# The field call goes by (field id, scopeId); the scope of the per-link throughput is the link id.
+FieldKey = tuple[int, int]
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 _RET_SUCCESS = 0
 _RET_GPU_IS_LOST = 15
 # INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND: this field never answers.
 _RET_UNSUPPORTED = frozenset({2, 3, 4, 13})
+
+# NVLink and topology (ABI-stable numbers from nvml.h).
+NVLINK_MAX_LINKS = 18  # used only when the binding lacks NVML_NVLINK_MAX_LINKS (36 in newer ones)
+NVLINK_ERROR_DL_REPLAY = 0
+NVLINK_ERROR_DL_RECOVERY = 1
+NVLINK_ERROR_DL_CRC_FLIT = 2
+NVLINK_ERROR_DL_CRC_DATA = 3
+# nvmlNvLinkDeviceType_t: 0 GPU, 1 IBM NPU (the CPU side of a POWER9 link), 2 NVSwitch.
+NVLINK_REMOTE_TYPES = {0: "gpu", 1: "cpu", 2: "switch"}
+# nvmlGpuP2PCapsIndex_t. The binding's NVML_P2P_CAPS_INDEX_READ is the tuple ``(0,)`` (a trailing
+# comma in nvidia-ml-py), so the plain numbers are used.
+P2P_CAPS_INDEX_READ = 0
+P2P_CAPS_INDEX_WRITE = 1
+P2P_STATUS_OK = 0
+# nvmlGpuTopologyLevel_t -> the code ``nvidia-smi topo -m`` prints. INTERNAL (two GPUs on one
+# board, behind its own PCIe switch) is shown as the one-switch case.
+TOPOLOGY_LEVELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+AFFINITY_WORD_BITS = 64  # nvmlDeviceGetCpuAffinity fills an array of unsigned long (64-bit Linux)
 
 _ARCHITECTURES = {
     2: "Kepler",
@@ -153,6 +184,7 @@ class _Gpu:
     migs: list[_Mig] = field(default_factory=list)
     counters: dict[str, tuple[int, float]] = field(default_factory=dict)
     util_seen_us: dict[str, int] = field(default_factory=dict)
+    nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
 
 
 @dataclass(frozen=True)
@@ -302,6 +334,7 @@ class NvmlBackend(Backend):
         if all(gpu.lost for gpu in self._gpus):
             raise BackendUnavailable(self._gpus[0].error or "no usable NVIDIA GPU")
         cuda = self._system("nvmlSystemGetCudaDriverVersion")
+        topology = self._topology()
         return NodeInfo(
             hostname=socket.gethostname(),
             backend=self.name,
@@ -309,6 +342,7 @@ class NvmlBackend(Backend):
             driver_version=self._system("nvmlSystemGetDriverVersion"),
             runtime_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
             library_version=self._system("nvmlSystemGetNVMLVersion"),
+            topology=topology,
         )
 
     def _system(self, name: str) -> Any:
@@ -472,6 +506,116 @@ class NvmlBackend(Backend):
             migs.append(_Mig(handle=handle, info=info, key=key))
         return migs
 
+    # -- topology (static tier) --------------------------------------------------------------
+
+    def _topology(self) -> Topology | None:
+        """PCIe paths and P2P support per GPU pair, NVLink links per GPU, CPU locality per GPU.
+
+        Whatever a GPU cannot answer is None or left out; a GPU lost on the way is marked lost
+        and left out; None only if the binding misbehaves outright.
+        """
+        try:
+            usable = [gpu for gpu in self._gpus if not gpu.lost and gpu.handle is not None]
+            buses = {
+                _bus_key(gpu.info.pci_bus_id): gpu.index
+                for gpu in usable
+                if gpu.info is not None and gpu.info.pci_bus_id
+            }
+            links: list[LinkInfo] = []
+            locality: list[GpuLocality] = []
+            for gpu in usable:
+                try:
+                    found = self._discover_links(gpu, buses)
+                    place = self._locality(gpu)
+                except _GpuLost:
+                    self._mark_lost(gpu)
+                    continue
+                gpu.nvlinks = tuple(link.link for link in found)
+                links.extend(found)
+                locality.append(place)
+            paths: list[GpuPath] = []
+            for i, a in enumerate(usable):
+                for b in usable[i + 1 :]:
+                    if a.lost or b.lost:
+                        continue
+                    with contextlib.suppress(_GpuLost):  # either end: the next read tells which
+                        paths.append(self._path(a, b))
+            return Topology(paths=tuple(paths), links=tuple(links), locality=tuple(locality))
+        except Exception:  # a binding bug must not stop the dashboard from opening
+            log.warning("NVML topology discovery failed", exc_info=True)
+            return None
+
+    def _discover_links(self, gpu: _Gpu, buses: dict[str, int]) -> list[LinkInfo]:
+        """Links 0.. until the driver says there are no more (consumer and PCIe boards: none)."""
+        h = gpu.handle
+        max_links = getattr(self._nvml, "NVML_NVLINK_MAX_LINKS", NVLINK_MAX_LINKS)
+        found: list[LinkInfo] = []
+        speed: float | None = None
+        for link in range(max_links):
+            key = f"nvlink{link}:"
+            state = self._query(gpu, key + "state", "nvmlDeviceGetNvLinkState", h, link)
+            if state is None:
+                if key + "state" in gpu.unsupported:
+                    break  # NotSupported / InvalidArgument: no link with this id, nor above
+                continue  # a transient error: skip this link
+            if not found:  # one field for every active link; asked only where links exist
+                mbps = self._fields(gpu, ((FI_NVLINK_SPEED_COMMON, 0),)).get(
+                    (FI_NVLINK_SPEED_COMMON, 0)
+                )
+                speed = mbps * 8 / 1000 if mbps else None  # MB/s -> Gb/s
+            pci = self._query(gpu, key + "remote_pci", "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
+            remote_bus = _text(pci.busId) if pci is not None and pci.busId else None
+            peer = buses.get(_bus_key(remote_bus)) if remote_bus else None
+            kind = self._query(
+                gpu, key + "remote_type", "nvmlDeviceGetNvLinkRemoteDeviceType", h, link
+            )
+            if kind is None:
+                remote_type = "gpu" if peer is not None else None
+            else:
+                remote_type = NVLINK_REMOTE_TYPES.get(kind)
+                if remote_type != "gpu":
+                    peer = None
+            found.append(
+                LinkInfo(
+                    gpu_index=gpu.index,
+                    link=link,
+                    kind="nvlink",
+                    version=self._query(
+                        gpu, key + "version", "nvmlDeviceGetNvLinkVersion", h, link
+                    ),
+                    speed_gbps=speed,
+                    remote_type=remote_type,
+                    remote_gpu_index=peer,
+                    remote_pci_bus_id=remote_bus,
+                )
+            )
+        return found
+
+    def _locality(self, gpu: _Gpu) -> GpuLocality:
+        words = max(16, -(-(os.cpu_count() or 1) // AFFINITY_WORD_BITS))  # at least 1024 CPUs
+        mask = self._query(gpu, "cpu_affinity", "nvmlDeviceGetCpuAffinity", gpu.handle, words)
+        numa = self._query(gpu, "numa_node", "nvmlDeviceGetNumaNodeId", gpu.handle)
+        return GpuLocality(
+            gpu_index=gpu.index,
+            cpu_affinity=format_cpu_list(mask) if mask is not None else None,
+            numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
+        )
+
+    def _path(self, a: _Gpu, b: _Gpu) -> GpuPath:
+        ha, hb = a.handle, b.handle
+        level = self._query(a, f"topology{b.index}", "nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+        p2p = {
+            index: self._query(a, f"p2p{index}:{b.index}", "nvmlDeviceGetP2PStatus", ha, hb, index)
+            for index in (P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_WRITE)
+        }
+        return GpuPath(
+            a=a.index,
+            b=b.index,
+            pcie_level=TOPOLOGY_LEVELS.get(level) if level is not None else None,
+            p2p_read=_p2p(p2p[P2P_CAPS_INDEX_READ]),
+            p2p_write=_p2p(p2p[P2P_CAPS_INDEX_WRITE]),
+        )
+
     # -- fast and slow tiers -----------------------------------------------------------------
 
     def read_gpus(self, now: float, *, slow: bool) -> list[GpuSample]:
@@ -495,13 +639,22 @@ class NvmlBackend(Backend):
         def q(key: str, fn: str, *args: Any) -> Any:
             return self._query(gpu, key, fn, *args)
 
-        fields = self._fields(gpu, _FAST_FIELDS + (_SLOW_FIELDS if slow else ()))
+        link_states = self._link_states(gpu) if slow else {}
+        wanted = _FAST_FIELDS
+        if slow:
+            wanted += _SLOW_FIELDS + tuple(
+                (field_id, link)
+                for link, up in link_states.items()
+                if up
+                for field_id in (FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX)
+            )
+        fields = self._fields(gpu, wanted)
         util = q("utilization", "nvmlDeviceGetUtilizationRates", h)
         memory = self._memory(gpu, h, "")
-        energy_mj = fields.get(FI_TOTAL_ENERGY)
+        energy_mj = fields.get((FI_TOTAL_ENERGY, 0))
         if energy_mj is None:
             energy_mj = q("energy", "nvmlDeviceGetTotalEnergyConsumption", h)
-        memory_temp = fields.get(FI_MEMORY_TEMP)
+        memory_temp = fields.get((FI_MEMORY_TEMP, 0))
         temperature_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
         clocks = {
             kind: q(f"clock_{kind}", "nvmlDeviceGetClockInfo", h, clock)
@@ -551,9 +704,10 @@ class NvmlBackend(Backend):
         }
         if slow:
             values.update(self._read_slow(gpu, now, fields))
+            values["links"] = self._link_samples(gpu, now, link_states, fields)
         return GpuSample(index=gpu.index, timestamp=now, **values)
 
-    def _read_slow(self, gpu: _Gpu, now: float, fields: dict[int, Any]) -> dict[str, Any]:
+    def _read_slow(self, gpu: _Gpu, now: float, fields: dict[FieldKey, Any]) -> dict[str, Any]:
         nvml, h = self._nvml, gpu.handle
         corrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
         uncorrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
@@ -581,11 +735,11 @@ class NvmlBackend(Backend):
             )
         values.update(self._pcie_rates(gpu, now, fields))
         for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
-            rate = self._rate(gpu, f"nvlink_{direction}", fields.get(field_id), now)
+            rate = self._rate(gpu, f"nvlink_{direction}", fields.get((field_id, ALL_LINKS)), now)
             values[f"nvlink_{direction}_bytes_per_s"] = rate * KIB if rate is not None else None
         return values
 
-    def _pcie_rates(self, gpu: _Gpu, now: float, fields: dict[int, Any]) -> dict[str, Any]:
+    def _pcie_rates(self, gpu: _Gpu, now: float, fields: dict[FieldKey, Any]) -> dict[str, Any]:
         """PCIe bytes/s from the cumulative counters; the 20 ms-blocking throughput call only
         when the driver has no counters."""
         values: dict[str, Any] = {}
@@ -595,8 +749,8 @@ class NvmlBackend(Backend):
             "rx": getattr(self._nvml, "NVML_PCIE_UTIL_RX_BYTES", 1),
         }
         for direction, field_id in counters.items():
-            if f"field{field_id}" not in gpu.unsupported:
-                rate = self._rate(gpu, f"pcie_{direction}", fields.get(field_id), now)
+            if _field_key(field_id, 0) not in gpu.unsupported:
+                rate = self._rate(gpu, f"pcie_{direction}", fields.get((field_id, 0)), now)
             else:
                 kbs = self._query(
                     gpu,
@@ -608,6 +762,63 @@ class NvmlBackend(Backend):
                 rate = kbs * KIB if kbs is not None else None
             values[f"pcie_{direction}_bytes_per_s"] = _float(rate)
         return values
+
+    def _link_states(self, gpu: _Gpu) -> dict[int, bool | None]:
+        """Link id -> up (None when the state could not be read this time)."""
+        states: dict[int, bool | None] = {}
+        for link in gpu.nvlinks:
+            state = self._query(
+                gpu, f"nvlink{link}:state", "nvmlDeviceGetNvLinkState", gpu.handle, link
+            )
+            states[link] = None if state is None else bool(state)
+        return states
+
+    def _link_samples(
+        self,
+        gpu: _Gpu,
+        now: float,
+        states: dict[int, bool | None],
+        fields: dict[FieldKey, Any],
+    ) -> tuple[LinkSample, ...]:
+        """Per-link state, TX/RX bytes/s from the cumulative per-link KiB counters and the
+        error counters; () for a GPU without NVLink."""
+        samples = []
+        for link, up in states.items():
+            rates: dict[str, float | None] = {}
+            for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
+                # A link that is down is not asked: None, and the baseline waits for it.
+                kib = fields.get((field_id, link)) if up else None
+                rate = self._rate(gpu, f"nvlink{link}_{direction}", kib, now)
+                rates[direction] = rate * KIB if rate is not None else None
+            errors = {
+                counter: self._query(
+                    gpu,
+                    f"nvlink{link}:error{counter}",
+                    "nvmlDeviceGetNvLinkErrorCounter",
+                    gpu.handle,
+                    link,
+                    counter,
+                )
+                for counter in (
+                    NVLINK_ERROR_DL_REPLAY,
+                    NVLINK_ERROR_DL_RECOVERY,
+                    NVLINK_ERROR_DL_CRC_FLIT,
+                    NVLINK_ERROR_DL_CRC_DATA,
+                )
+            }
+            crc_flit, crc_data = errors[NVLINK_ERROR_DL_CRC_FLIT], errors[NVLINK_ERROR_DL_CRC_DATA]
+            samples.append(
+                LinkSample(
+                    link=link,
+                    up=up,
+                    rx_bytes_per_s=rates["rx"],
+                    tx_bytes_per_s=rates["tx"],
+                    replay_errors=errors[NVLINK_ERROR_DL_REPLAY],
+                    recovery_errors=errors[NVLINK_ERROR_DL_RECOVERY],
+                    crc_errors=None if crc_flit is None else crc_flit + (crc_data or 0),
+                )
+            )
+        return tuple(samples)
 
     def _rate(self, gpu: _Gpu, key: str, value: Any, now: float) -> float | None:
         """Per-second rate of a cumulative counter: None on the first reading, when time did not
@@ -623,23 +834,24 @@ class NvmlBackend(Backend):
             return None
         return (value - before) / (now - then)
 
-    def _fields(self, gpu: _Gpu, wanted: Sequence[tuple[int, int]]) -> dict[int, Any]:
-        """Batch-read field values in one call; entries that never answer are remembered."""
-        request = [f for f in wanted if f"field{f[0]}" not in gpu.unsupported]
+    def _fields(self, gpu: _Gpu, wanted: Sequence[FieldKey]) -> dict[FieldKey, Any]:
+        """Batch-read field values in one call, keyed by (field id, scopeId); entries that never
+        answer are remembered (per field, and per link for the per-link scopes)."""
+        request = [f for f in wanted if _field_key(*f) not in gpu.unsupported]
         if not request:
             return {}
         entries = self._query(gpu, "field_values", "nvmlDeviceGetFieldValues", gpu.handle, request)
         if entries is None:
             return {}
-        values: dict[int, Any] = {}
-        for (field_id, _scope), entry in zip(request, entries, strict=False):
+        values: dict[FieldKey, Any] = {}
+        for (field_id, scope), entry in zip(request, entries, strict=False):
             ret = entry.nvmlReturn
             if ret == _RET_SUCCESS and 0 <= entry.valueType < len(_VALUE_MEMBERS):
-                values[field_id] = getattr(entry.value, _VALUE_MEMBERS[entry.valueType])
+                values[(field_id, scope)] = getattr(entry.value, _VALUE_MEMBERS[entry.valueType])
             elif ret == _RET_GPU_IS_LOST:
                 raise _GpuLost
             elif ret in _RET_UNSUPPORTED:
-                gpu.unsupported.add(f"field{field_id}")
+                gpu.unsupported.add(_field_key(field_id, scope))
         return values
 
     def _memory(self, gpu: _Gpu, handle: Any, key: str) -> _Memory | None:
@@ -907,6 +1119,54 @@ def _sane_process(pid: Any, used: Any, memory_limit: int | None) -> bool:
     return isinstance(used, int) and used >= 0 and (memory_limit is None or used <= memory_limit)
 
 
+def _field_key(field_id: int, scope: int) -> str:
+    """The unsupported-set entry of a field: per field for the device-wide and all-links
+    scopes, per link for the per-link NVLink counters (link 0 is scopeId 0 too)."""
+    if field_id in _PER_LINK_FIELDS and scope != ALL_LINKS:
+        return f"field{field_id}:link{scope}"
+    return f"field{field_id}"
+
+
+def format_cpu_list(mask: Sequence[int] | Any, bits: int = AFFINITY_WORD_BITS) -> str | None:
+    """CPU bitmask words (word 0 holds CPUs 0..bits-1) -> ``taskset`` list ``0-55,112-167``;
+    None for an empty mask."""
+    cpus = [
+        word_index * bits + bit
+        for word_index, word in enumerate(mask)
+        for bit in range(bits)
+        if int(word) >> bit & 1
+    ]
+    if not cpus:
+        return None
+    ranges: list[str] = []
+    start = prev = cpus[0]
+    for cpu in [*cpus[1:], None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(ranges)
+
+
+def _bus_key(bus_id: str | None) -> str:
+    """A PCI bus id in one form for matching: lower case, 4-digit domain
+    (``00000000:18:00.0`` and ``0000:18:00.0`` are the same device)."""
+    text = (bus_id or "").strip().lower()
+    parts = text.split(":")
+    if len(parts) == 2:  # no domain
+        return f"0000:{text}"
+    if len(parts) == 3:
+        with contextlib.suppress(ValueError):
+            return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}"
+    return text
+
+
+def _p2p(status: int | None) -> bool | None:
+    return None if status is None else status == P2P_STATUS_OK
+
+
 def _init_reason(nvml: Any, exc: BaseException) -> str:
     """One line for the user from an error raised by nvmlInit (or the first calls after it)."""
     for name, reason in (
@@ -952,4 +1212,4 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-__all__ = ["THROTTLE_BITS", "NvmlBackend", "decode_throttle_reasons"]
+__all__ = ["THROTTLE_BITS", "NvmlBackend", "decode_throttle_reasons", "format_cpu_list"]

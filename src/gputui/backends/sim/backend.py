@@ -24,6 +24,7 @@ from gputui.backends.sim.hostsim import HostSim
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.physics import BoardReading
 from gputui.backends.sim.scenarios import SCENARIOS, GpuPlan, ProcPlan, build
+from gputui.backends.sim.topology import LinkReader, build_topology
 from gputui.model import GpuEvent, GpuInfo, GpuSample, HostSample, NodeInfo, ProcessSample
 
 LOST_ERROR = "GPU is lost (fell off the bus)"
@@ -86,6 +87,8 @@ class SimBackend(Backend):
         self._node: NodeInfo | None = None
         self._events = tuple(sorted(self._plan.events, key=lambda e: e.at_s))
         self._next_event = 0  # events before this one were already returned
+        self._topology = build_topology(self._plan)
+        self._links = LinkReader(self._plan, self._topology)
 
     # -- the Backend contract --------------------------------------------------------------------
 
@@ -99,6 +102,7 @@ class SimBackend(Backend):
                 driver_version=p.driver_version,
                 runtime_version=p.runtime_version,
                 library_version=p.library_version,
+                topology=self._topology,
             )
         return self._node
 
@@ -297,7 +301,7 @@ class SimBackend(Backend):
 
         kw = {}
         if slow:
-            kw = self._slow_fields(g, win, nz)
+            kw = self._slow_fields(g, t, win, nz)
         return GpuSample(
             index=g.index,
             timestamp=now,
@@ -325,7 +329,9 @@ class SimBackend(Backend):
             **kw,
         )
 
-    def _slow_fields(self, g: GpuPlan, win: wl.Row | list[float], nz: list[float]) -> dict:
+    def _slow_fields(
+        self, g: GpuPlan, t: float, win: wl.Row | list[float], nz: list[float]
+    ) -> dict:
         m = g.model
         prx = win[wl.PRX] * (1.0 + 0.05 * nz[6])
         if g.pcie_gen is not None:  # a degraded link cannot carry the bursts
@@ -337,8 +343,13 @@ class SimBackend(Backend):
         }
         if m.nvlink:
             nvl = win[wl.NVL]
-            kw["nvlink_rx_bytes_per_s"] = float(round(nvl * (1.0 + 0.02 * nz[4])))
-            kw["nvlink_tx_bytes_per_s"] = float(round(nvl * (1.0 + 0.02 * nz[5])))
+            nrx = float(round(nvl * (1.0 + 0.02 * nz[4])))
+            ntx = float(round(nvl * (1.0 + 0.02 * nz[5])))
+            kw["nvlink_rx_bytes_per_s"] = nrx
+            kw["nvlink_tx_bytes_per_s"] = ntx
+            kw["links"] = self._links.read(g.index, t, nrx, ntx)  # split over the up links
+        else:
+            kw["links"] = ()  # PCIe-only boards: no NVLink / XGMI links
         if m.ecc:
             unc = 1 if g.ecc_fault else 0
             corr = 4 if g.ecc_fault else 0

@@ -26,7 +26,8 @@ SCENARIOS: dict[str, str] = {
     "mi300x": "8x AMD Instinct MI300X: an 8-rank training job launches 15 s in; XGMI all-reduce "
     "bursts, power-capped at 750 W",
     "faulty": "DGX H100 training node with faults: GPU 3 falls off the bus after a few seconds, "
-    "GPU 5 thermal slowdown, GPU 2 uncorrected ECC error (row remap pending), GPU 6 PCIe gen3 x8",
+    "GPU 5 thermal slowdown, GPU 2 uncorrected ECC error (row remap pending), GPU 6 PCIe gen3 x8, "
+    "GPU 1 NVLink 7 down",
 }
 """Scenario name -> one-line description."""
 
