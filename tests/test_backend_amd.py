@@ -10,27 +10,43 @@ import sys
 
 import pytest
 from tests.fakes.fake_amdsmi import (
+    MI300X_BDFS,
     REAL_SIGNATURES,
     STATUS,
     UINT16_MAX,
     UINT32_MAX,
     UINT64_MAX,
     FakeAmdProcess,
+    FakePair,
     FakeXgmiLink,
     GiB,
     MiB,
     make_fake_amdsmi,
     mi210_gpu,
     mi300x_gpu,
+    mi300x_node,
+    pcie_pair,
     w7900_gpu,
     write_broken_amdsmi,
 )
 
-from gputui.backends.amd import AmdSmiBackend, _pcie_gen, architecture_from_gfx
+from gputui.backends.amd import (
+    AmdSmiBackend,
+    _pcie_gen,
+    architecture_from_gfx,
+    local_cpulist,
+    pci_sysfs_name,
+)
 from gputui.backends.base import BackendUnavailable
-from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS
+from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS, LinkSample
 
 T0 = 1_700_000_000.0
+
+
+@pytest.fixture(autouse=True)
+def _no_host_sysfs(monkeypatch, tmp_path):
+    """The fakes' BDFs may exist on the test machine: never read its real local_cpulist."""
+    monkeypatch.setattr("gputui.backends.amd._SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 def opened(*gpus, **knobs):
@@ -502,6 +518,7 @@ def test_slow_fields_only_on_slow_reads():
         bad_pages=[(0x1000, 4096, 0), (0x2000, 4096, 1)],
     )
     fake, backend, _node = opened(gpu)
+    at_open = fake.calls.copy()  # open() reads link metrics once, for the topology
     (fast,) = backend.read_gpus(T0, slow=False)
     for name in SLOW_SAMPLE_FIELDS:
         assert getattr(fast, name) is None, name
@@ -509,9 +526,10 @@ def test_slow_fields_only_on_slow_reads():
         "amdsmi_get_gpu_total_ecc_count",
         "amdsmi_get_gpu_bad_page_info",
         "amdsmi_get_link_metrics",
+        "amdsmi_get_gpu_xgmi_link_status",
         "amdsmi_get_gpu_pci_throughput",
     ):
-        assert fake.calls[fn] == 0, fn
+        assert fake.calls[fn] == at_open[fn], fn
 
     (slow,) = backend.read_gpus(T0 + 1, slow=True)
     # One AMD counter set: reported as aggregate only (see the comment in the backend).
@@ -525,13 +543,14 @@ def test_xgmi_rates_from_cumulative_link_counters():
     links = [FakeXgmiLink(read=10_000, write=5_000) for _ in range(7)]
     gpu = mi300x_gpu(xgmi_links=links)
     fake, backend, _node = opened(gpu)
+    assert fake.calls["amdsmi_get_link_metrics"] == 1  # topology discovery
     first = backend.read_gpus(T0, slow=True)[0]
     assert first.nvlink_rx_bytes_per_s is None  # no previous reading
     for link in links:
         link.read += 1000
         link.write += 500
     assert backend.read_gpus(T0 + 1, slow=False)[0].nvlink_rx_bytes_per_s is None
-    assert fake.calls["amdsmi_get_link_metrics"] == 1
+    assert fake.calls["amdsmi_get_link_metrics"] == 2
     second = backend.read_gpus(T0 + 2, slow=True)[0]
     assert second.nvlink_rx_bytes_per_s == pytest.approx(7 * 1000 * 1024 / 2)
     assert second.nvlink_tx_bytes_per_s == pytest.approx(7 * 500 * 1024 / 2)
@@ -568,6 +587,308 @@ def test_pcie_throughput_is_opt_in():
     (slow,) = backend.read_gpus(T0 + 1, slow=True)
     assert slow.pcie_tx_bytes_per_s == 1000 * 256
     assert slow.pcie_rx_bytes_per_s == 3000 * 256
+
+
+# --------------------------------------------------------------------------------- topology
+
+TOPOLOGY_CALLS = (
+    "amdsmi_topo_get_link_type",
+    "amdsmi_topo_get_link_weight",
+    "amdsmi_is_P2P_accessible",
+    "amdsmi_topo_get_numa_node_number",
+)
+
+
+def open_node(fake):
+    backend = AmdSmiBackend(fake)
+    return backend, backend.open()
+
+
+def test_mi300x_mesh_discovery():
+    fake = mi300x_node()
+    _backend, node = open_node(fake)
+    topo = node.topology
+    assert topo is not None
+    assert len(topo.paths) == 28
+    assert [(p.a, p.b) for p in topo.paths] == [(a, b) for a in range(8) for b in range(a + 1, 8)]
+    for path in topo.paths:
+        assert (path.link_type, path.hops, path.weight) == ("xgmi", 1, 15)
+        assert path.p2p_read is True and path.p2p_write is True
+    # NUMA 0 for GPUs 0-3, 1 for 4-7: only pairs across the two are known to be SYS.
+    assert [loc.numa_node for loc in topo.locality] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert topo.path(1, 2).pcie_level is None
+    assert topo.path(6, 1).pcie_level == "SYS"
+    # Each pair asked once, in one direction.
+    for fn in ("amdsmi_topo_get_link_type", "amdsmi_topo_get_link_weight"):
+        assert fake.calls[fn] == 28, fn
+    assert fake.calls["amdsmi_get_minmax_bandwidth_between_processors"] == 0
+
+
+def test_mi300x_links_match_their_remote_gpus():
+    _backend, node = open_node(mi300x_node())
+    topo = node.topology
+    assert len(topo.links) == 8 * 7
+    for gpu in range(8):
+        links = topo.links_of(gpu)
+        assert [link.link for link in links] == list(range(7))
+        assert {link.remote_gpu_index for link in links} == set(range(8)) - {gpu}
+        for link in links:
+            assert link.kind == "xgmi"
+            assert link.speed_gbps == 32.0
+            assert link.version is None
+            assert link.remote_type == "gpu"
+            assert link.remote_pci_bus_id == MI300X_BDFS[link.remote_gpu_index]
+
+
+def test_link_to_an_unknown_peer_keeps_its_address_only():
+    links = [
+        FakeXgmiLink(bdf="0000:26:00.0"),
+        FakeXgmiLink(bdf="0000:99:00.0"),  # not one of our GPUs (hidden from this container)
+        FakeXgmiLink(bdf="0000:00:00.0", bit_rate=0),  # an unset entry
+    ]
+    gpus = [mi300x_gpu(bdf="0000:05:00.0", xgmi_links=links), mi300x_gpu(bdf="0000:26:00.0")]
+    _backend, node = open_node(make_fake_amdsmi(gpus))
+    known, unknown, unset = node.topology.links_of(0)
+    assert (known.remote_gpu_index, known.remote_type) == (1, "gpu")
+    assert (unknown.remote_gpu_index, unknown.remote_type) == (None, None)
+    assert unknown.remote_pci_bus_id == "0000:99:00.0"
+    assert unset.remote_pci_bus_id is None and unset.speed_gbps is None
+    assert node.topology.path(0, 1).link_type == "xgmi"
+
+
+def test_pcie_only_pair():
+    fake = pcie_pair()
+    backend, node = open_node(fake)
+    (path,) = node.topology.paths
+    assert (path.a, path.b, path.link_type, path.hops, path.weight) == (0, 1, "pcie", 2, 72)
+    assert path.p2p_read is True and path.p2p_write is True
+    assert path.pcie_level == "SYS"  # NUMA 0 and 1
+    assert node.topology.links == ()
+    assert [loc.numa_node for loc in node.topology.locality] == [0, 1]
+    # No XGMI: links is () on slow reads (not None), and asked only once.
+    for tick in range(3):
+        for sample in backend.read_gpus(T0 + tick, slow=True):
+            assert sample.links == ()
+            assert sample.nvlink_rx_bytes_per_s is None
+    assert fake.gpu_calls["amdsmi_get_link_metrics", 0] == 1
+    assert fake.gpu_calls["amdsmi_get_gpu_xgmi_link_status", 0] == 1
+
+
+def test_pcie_pair_without_p2p():
+    fake = pcie_pair(pairs={(0, 1): FakePair(p2p=False)})
+    _backend, node = open_node(fake)
+    (path,) = node.topology.paths
+    assert path.p2p_read is False and path.p2p_write is False
+
+
+def test_single_gpu_has_no_paths():
+    _backend, node = open_node(make_fake_amdsmi([mi210_gpu()]))
+    assert node.topology.paths == ()
+    assert node.topology.links == ()
+    assert [(loc.gpu_index, loc.numa_node) for loc in node.topology.locality] == [(0, 0)]
+
+
+def test_numa_minus_one_is_unknown():
+    fake = pcie_pair()
+    for gpu in fake.gpus:
+        gpu.numa_node = -1  # no NUMA: the c_uint32 comes back as 0xFFFFFFFF
+    _backend, node = open_node(fake)
+    assert [loc.numa_node for loc in node.topology.locality] == [None, None]
+    assert node.topology.paths[0].pcie_level is None
+
+
+def test_topology_calls_unsupported_give_none_never_an_error():
+    unsupported = set(TOPOLOGY_CALLS) | {"amdsmi_get_link_metrics"}
+    fake = mi300x_node(count=2)
+    for gpu in fake.gpus:
+        gpu.unsupported |= unsupported
+    backend, node = open_node(fake)
+    (path,) = node.topology.paths
+    assert (path.link_type, path.hops, path.weight, path.p2p_read) == (None, None, None, None)
+    assert node.topology.links == ()
+    assert [loc.numa_node for loc in node.topology.locality] == [None, None]
+    # link status still answers: up/down without rates
+    sample = backend.read_gpus(T0, slow=True)[0]
+    assert [link.up for link in sample.links] == [True]
+    assert sample.links[0].rx_bytes_per_s is None
+
+
+def test_topology_from_an_amdsmi_without_the_calls():
+    missing = (*TOPOLOGY_CALLS, "amdsmi_get_gpu_xgmi_link_status", "amdsmi_get_link_metrics")
+    fake = mi300x_node(count=2, missing=missing)
+    backend, node = open_node(fake)
+    assert len(node.topology.paths) == 1 and node.topology.paths[0].link_type is None
+    assert [sample.links for sample in backend.read_gpus(T0, slow=True)] == [(), ()]
+
+
+def test_gpu_lost_during_topology_discovery_still_opens():
+    fake = mi300x_node(count=2)
+    fake.gpus[1].lost = True
+    backend, node = open_node(fake)
+    (path,) = node.topology.paths
+    assert path.link_type is None
+    assert node.topology.locality[1].numa_node is None
+    lost = backend.read_gpus(T0, slow=True)[1]
+    assert lost.lost
+
+
+def test_topology_unlisted_pair_with_link_type_zero_is_unknown():
+    fake = pcie_pair(pairs={(0, 1): FakePair(link_type=0, hops=0, weight=0)})
+    _backend, node = open_node(fake)
+    assert node.topology.paths[0].link_type is None  # 0: INTERNAL (7.x) / UNDEFINED (6.x)
+
+
+# ------------------------------------------------------------------------------- link samples
+
+
+def test_link_status_up_and_down():
+    fake = mi300x_node(count=3)
+    fake.gpus[0].link_status = ["U", "D"]
+    fake.gpus[1].link_status = ["X", "U"]
+    backend, _node = open_node(fake)
+    first, second, third = backend.read_gpus(T0, slow=True)
+    assert [(link.link, link.up) for link in first.links] == [(0, True), (1, False)]
+    assert [link.up for link in second.links] == [None, True]  # disabled is not "down"
+    assert [link.up for link in third.links] == [True, True]
+    for sample in (first, second, third):
+        for link in sample.links:
+            # amdsmi has no per-link error counters
+            assert (link.replay_errors, link.recovery_errors, link.crc_errors) == (None,) * 3
+
+
+def test_link_goes_down_between_reads():
+    fake = mi300x_node(count=2)
+    backend, _node = open_node(fake)
+    assert [link.up for link in backend.read_gpus(T0, slow=True)[0].links] == [True]
+    fake.gpus[0].link_status = ["D"]
+    assert [link.up for link in backend.read_gpus(T0 + 1, slow=True)[0].links] == [False]
+
+
+def test_per_link_rates_from_counter_deltas():
+    fake = mi300x_node(count=3)
+    a, b = fake.gpus[0].xgmi_links
+    a.read, a.write, b.read, b.write = 1000, 2000, 5000, 5000
+    backend, _node = open_node(fake)
+    first = backend.read_gpus(T0, slow=True)[0]
+    assert [(s.rx_bytes_per_s, s.tx_bytes_per_s) for s in first.links] == [(None, None)] * 2
+    a.read += 4000  # KB received over link 0
+    a.write += 2000
+    b.write += 1000
+    second = backend.read_gpus(T0 + 2, slow=True)[0]
+    assert second.links == (
+        LinkSample(link=0, up=True, rx_bytes_per_s=4000 * 1024 / 2, tx_bytes_per_s=2000 * 1024 / 2),
+        LinkSample(link=1, up=True, rx_bytes_per_s=0.0, tx_bytes_per_s=1000 * 1024 / 2),
+    )
+    # the per-link rates add up to the aggregate
+    assert second.nvlink_rx_bytes_per_s == pytest.approx(4000 * 1024 / 2)
+    assert second.nvlink_tx_bytes_per_s == pytest.approx(3000 * 1024 / 2)
+
+
+def test_per_link_counter_reset_gives_none_for_that_link_only():
+    fake = mi300x_node(count=3)
+    a, b = fake.gpus[0].xgmi_links
+    a.read = b.read = 5000
+    backend, _node = open_node(fake)
+    backend.read_gpus(T0, slow=True)
+    a.read = 10
+    b.read += 100
+    sample = backend.read_gpus(T0 + 1, slow=True)[0]
+    assert sample.links[0].rx_bytes_per_s is None
+    assert sample.links[1].rx_bytes_per_s == 100 * 1024
+
+
+def test_per_link_samples_sliced_to_num_links():
+    fake = mi300x_node()
+    fake.gpus[0].num_links = 3
+    backend, node = open_node(fake)
+    assert len(node.topology.links_of(0)) == 3
+    assert [link.link for link in backend.read_gpus(T0, slow=True)[0].links] == [0, 1, 2]
+
+
+def test_links_only_on_slow_reads_and_calls_stay_static():
+    fake = mi300x_node()
+    backend, _node = open_node(fake)
+    at_open = fake.calls.copy()
+    for sample in backend.read_gpus(T0, slow=False):
+        assert sample.links is None
+    assert fake.calls["amdsmi_get_gpu_xgmi_link_status"] == 0
+    assert fake.calls["amdsmi_get_link_metrics"] == at_open["amdsmi_get_link_metrics"] == 8
+    for tick in range(1, 4):
+        for sample in backend.read_gpus(T0 + tick, slow=True):
+            assert len(sample.links) == 7
+    # one link-metrics and one link-status read per GPU per slow tick; topology never again
+    assert fake.calls["amdsmi_get_link_metrics"] == 8 + 3 * 8
+    assert fake.calls["amdsmi_get_gpu_xgmi_link_status"] == 3 * 8
+    for fn in TOPOLOGY_CALLS:
+        assert fake.calls[fn] == at_open[fn], fn
+    assert backend.open() is _node  # open() again is the cached node
+
+
+def test_unsupported_link_calls_are_asked_once():
+    fake = mi300x_node(count=2)
+    for gpu in fake.gpus:
+        gpu.unsupported |= {"amdsmi_get_link_metrics", "amdsmi_get_gpu_xgmi_link_status"}
+    backend, _node = open_node(fake)
+    for tick in range(4):
+        for sample in backend.read_gpus(T0 + tick, slow=True):
+            assert sample.links == ()
+            assert sample.nvlink_rx_bytes_per_s is None
+    assert fake.gpu_calls["amdsmi_get_link_metrics", 0] == 1
+    assert fake.gpu_calls["amdsmi_get_gpu_xgmi_link_status", 0] == 1
+
+
+def test_link_calls_busy_give_none_this_tick_only():
+    fake = mi300x_node(count=2)
+    fake.gpus[0].retry = {"amdsmi_get_link_metrics": 1, "amdsmi_get_gpu_xgmi_link_status": 1}
+    backend, _node = open_node(fake)  # open() takes the link-metrics retry: no links discovered
+    fake.gpus[0].retry = {"amdsmi_get_link_metrics": 1, "amdsmi_get_gpu_xgmi_link_status": 1}
+    busy = backend.read_gpus(T0, slow=True)[0]
+    assert busy.links is None  # not read: the sampler keeps the previous reading
+    again = backend.read_gpus(T0 + 1, slow=True)[0]
+    assert [link.up for link in again.links] == [True]
+
+
+def test_link_of_a_lost_gpu_and_its_return():
+    fake = mi300x_node(count=2)
+    link = fake.gpus[0].xgmi_links[0]
+    backend, _node = open_node(fake)
+    backend.read_gpus(T0, slow=True)
+    fake.gpus[0].lost = True
+    assert backend.read_gpus(T0 + 1, slow=True)[0].lost
+    fake.gpus[0].lost = False
+    link.read += 1000
+    back = backend.read_gpus(T0 + 2, slow=True)[0]
+    assert back.links[0].rx_bytes_per_s is None  # no bogus rate across the gap
+
+
+# ------------------------------------------------------------------------------- cpu affinity
+
+
+def test_pci_sysfs_name_normalises_bus_ids():
+    assert pci_sysfs_name("00000000:C1:00.0") == "0000:c1:00.0"
+    assert pci_sysfs_name("0000:c1:00.0") == "0000:c1:00.0"
+    assert pci_sysfs_name("03:00.0") == "0000:03:00.0"
+    assert pci_sysfs_name("N/A") is None
+    assert pci_sysfs_name(None) is None
+    assert pci_sysfs_name("0000:zz:00.0") is None
+
+
+def test_local_cpulist_reads_sysfs(tmp_path):
+    device = tmp_path / "0000:c1:00.0"
+    device.mkdir()
+    (device / "local_cpulist").write_text("0-55,112-167\n")
+    assert local_cpulist("00000000:C1:00.0", root=tmp_path) == "0-55,112-167"
+    assert local_cpulist("0000:03:00.0", root=tmp_path) is None
+    assert local_cpulist(None, root=tmp_path) is None
+
+
+def test_cpu_affinity_from_sysfs(monkeypatch, tmp_path):
+    device = tmp_path / "0000:05:00.0"
+    device.mkdir()
+    (device / "local_cpulist").write_text("0-47\n")
+    monkeypatch.setattr("gputui.backends.amd._SYSFS_PCI_DEVICES", tmp_path)
+    _backend, node = open_node(mi300x_node(count=2))
+    assert [loc.cpu_affinity for loc in node.topology.locality] == ["0-47", None]
 
 
 # -------------------------------------------------------------------------------- processes

@@ -11,14 +11,20 @@ expected, raises :class:`AmdSmiParameterException`).
 
 Build one with :func:`make_fake_amdsmi` from a list of :class:`FakeAmdGpu` (presets:
 :func:`mi210_gpu`, :func:`mi300x_gpu` (no EDGE sensor, XGMI links, residency counters),
-:func:`w7900_gpu` (a fan)). Knobs on :class:`FakeAmdGpu`: every value, ``unsupported`` (function
-names that raise NOT_SUPPORTED), ``errors`` (function name -> status code, every call),
-``retry`` (function name -> how many next calls raise AmdSmiRetryException), ``lost`` (every call
-raises ``lost_code``, NOT_FOUND by default), processes and XGMI link counters (mutable: advance
-them between reads). Knobs on :class:`FakeAmdSmi`: ``init_error``, ``init_noise`` (printed by
-``amdsmi_init``), ``handles_error``, ``rocm_version``, ``lib_version``, ``missing`` (functions this
-amdsmi lacks), ``indep_throttle_as_int`` (amdsmi 6.x: gpu_metrics' ``indep_throttle_status`` is
-the raw SMU bitmask instead of a bool). Calls are counted in ``calls`` (per function) and
+:func:`w7900_gpu` (a fan)); whole nodes: :func:`mi300x_node` (8 MI300X in a full XGMI mesh, two NUMA
+nodes) and :func:`pcie_pair` (two MI210s that reach each other only over PCIe). Knobs on
+:class:`FakeAmdGpu`: every value, ``unsupported`` (function names that raise NOT_SUPPORTED),
+``errors`` (function name -> status code, every call), ``retry`` (function name -> how many next
+calls raise AmdSmiRetryException), ``lost`` (every call raises ``lost_code``, NOT_FOUND by default),
+processes and XGMI link counters (mutable: advance them between reads), ``numa_node``,
+``link_status`` (the XGMI status letters, e.g. ``["U", "D"]``; default one "U" per XGMI link).
+``unsupported`` also covers the topology calls (for a pair call, the source GPU's set counts). Knobs
+on :class:`FakeAmdSmi`: ``init_error``, ``init_noise`` (printed by ``amdsmi_init``),
+``handles_error``, ``rocm_version``, ``lib_version``, ``missing`` (functions this amdsmi lacks),
+``indep_throttle_as_int`` (amdsmi 6.x: gpu_metrics' ``indep_throttle_status`` is the raw SMU bitmask
+instead of a bool), ``pairs`` ((a, b) -> :class:`FakePair`, how two GPUs are wired; a pair not
+listed is XGMI, 1 hop, weight 15 when one GPU has a link metrics entry naming the other's BDF, else
+PCIe, 2 hops, weight 40, P2P accessible). Calls are counted in ``calls`` (per function) and
 ``gpu_calls`` (per function and GPU index).
 
 :func:`write_broken_amdsmi` writes a throwaway ``amdsmi`` package that behaves like the real one
@@ -328,6 +334,15 @@ REAL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "amdsmi_get_gpu_bad_page_info": ("processor_handle",),
     "amdsmi_get_link_metrics": ("processor_handle",),
     "amdsmi_get_gpu_process_list": ("processor_handle",),
+    "amdsmi_topo_get_numa_node_number": ("processor_handle",),
+    "amdsmi_topo_get_link_type": ("processor_handle_src", "processor_handle_dst"),
+    "amdsmi_topo_get_link_weight": ("processor_handle_src", "processor_handle_dst"),
+    "amdsmi_get_minmax_bandwidth_between_processors": (
+        "processor_handle_src",
+        "processor_handle_dst",
+    ),
+    "amdsmi_is_P2P_accessible": ("processor_handle_src", "processor_handle_dst"),
+    "amdsmi_get_gpu_xgmi_link_status": ("processor_handle",),
 }
 
 # ---------------------------------------------------------------------------------- fake GPUs
@@ -358,6 +373,22 @@ class FakeXgmiLink:
     bit_rate: int = 32
     max_bandwidth: int = 16
     link_type: int = 2  # AMDSMI_LINK_TYPE_XGMI
+
+
+@dataclass
+class FakePair:
+    """How two GPUs reach each other (``amdsmi_topo_get_link_type`` / ``_link_weight`` /
+    ``amdsmi_is_P2P_accessible`` / ``amdsmi_get_minmax_bandwidth_between_processors``)."""
+
+    link_type: int = 1  # AMDSMI_LINK_TYPE_PCIE
+    hops: int = 2
+    weight: int = 40
+    p2p: bool = True
+    min_bandwidth: int = 0  # MB/s; answered only for XGMI peers 1 hop apart
+    max_bandwidth: int = 0
+
+
+XGMI_PAIR = FakePair(link_type=2, hops=1, weight=15, p2p=True, min_bandwidth=64, max_bandwidth=64)
 
 
 def _default_temps() -> dict[tuple[str, str], int]:
@@ -426,6 +457,8 @@ class FakeAmdGpu:
     processes: list[FakeAmdProcess] = field(default_factory=list)
     xgmi_links: list[FakeXgmiLink] = field(default_factory=list)
     num_links: int | None = None  # defaults to len(xgmi_links)
+    link_status: list[str] | None = None  # "U"/"D"/"X"/"N/A"; defaults to "U" per XGMI link
+    numa_node: int = 0
     pci_sent: int = 1000
     pci_received: int = 3000
     max_pkt_sz: int = 256
@@ -485,6 +518,47 @@ def mi300x_gpu(**overrides: Any) -> FakeAmdGpu:
         xgmi_links=[FakeXgmiLink() for _ in range(7)],
     )
     return dataclasses.replace(base, **overrides)
+
+
+MI300X_BDFS = (
+    "0000:05:00.0",
+    "0000:26:00.0",
+    "0000:46:00.0",
+    "0000:65:00.0",
+    "0000:85:00.0",
+    "0000:a6:00.0",
+    "0000:c6:00.0",
+    "0000:e5:00.0",
+)
+
+
+def mi300x_node(count: int = 8, **knobs: Any) -> FakeAmdSmi:
+    """An MI300X platform: ``count`` GPUs, each with one XGMI link to every other GPU (link n of a
+    GPU goes to the n-th other GPU), every pair XGMI, 1 hop, weight 15; the first half on NUMA
+    node 0, the rest on 1."""
+    bdfs = MI300X_BDFS[:count]
+    gpus = []
+    for i, bdf in enumerate(bdfs):
+        peers = [other for other in bdfs if other != bdf]
+        gpus.append(
+            mi300x_gpu(
+                bdf=bdf,
+                uuid=f"a1ff74a1-0000-1000-80{i:02x}-000000000000",
+                numa_node=0 if i < (count + 1) // 2 else 1,
+                xgmi_links=[
+                    FakeXgmiLink(bdf=peer, bit_rate=32, max_bandwidth=512) for peer in peers
+                ],
+            )
+        )
+    pairs = {(a, b): XGMI_PAIR for a in range(count) for b in range(a + 1, count)}
+    return make_fake_amdsmi(gpus, pairs=pairs, **knobs)
+
+
+def pcie_pair(**knobs: Any) -> FakeAmdSmi:
+    """Two MI210 PCIe cards on different NUMA nodes: no XGMI, PCIe only."""
+    gpus = [mi210_gpu(bdf="0000:03:00.0", numa_node=0), mi210_gpu(bdf="0000:83:00.0", numa_node=1)]
+    knobs.setdefault("pairs", {(0, 1): FakePair(link_type=1, hops=2, weight=72, p2p=True)})
+    return make_fake_amdsmi(gpus, **knobs)
 
 
 def w7900_gpu(**overrides: Any) -> FakeAmdGpu:
@@ -557,6 +631,7 @@ class FakeAmdSmi(types.ModuleType):
         lib_version: tuple[int, int, int, str] = (25, 1, 0, "25.1.0"),
         missing: tuple[str, ...] = (),
         indep_throttle_as_int: bool = False,
+        pairs: dict[tuple[int, int], FakePair] | None = None,
     ) -> None:
         super().__init__("amdsmi")
         self.gpus = gpus
@@ -566,6 +641,7 @@ class FakeAmdSmi(types.ModuleType):
         self.rocm_version = rocm_version
         self.lib_version = lib_version
         self.indep_throttle_as_int = indep_throttle_as_int
+        self.pairs = dict(pairs or {})
         self.calls: Counter[str] = Counter()
         self.gpu_calls: Counter[tuple[str, int]] = Counter()
         self.initialized = False
@@ -915,6 +991,69 @@ class FakeAmdSmi(types.ModuleType):
         count = gpu.num_links if gpu.num_links is not None else len(gpu.xgmi_links)
         return {"num_links": count, "links": links}
 
+    def amdsmi_get_gpu_xgmi_link_status(self, processor_handle: Any) -> dict[str, Any]:
+        gpu = self._enter("amdsmi_get_gpu_xgmi_link_status", processor_handle)
+        status = gpu.link_status
+        if status is None:
+            if not gpu.xgmi_links:
+                raise self._not_supported()
+            status = ["U"] * min(len(gpu.xgmi_links), AMDSMI_MAX_NUM_XGMI_LINKS)
+        # The real wrapper stops at total_links and maps the enum to letters.
+        return {"status": list(status), "total_links": len(status)}
+
+    # -------------------------------------------------------------------------- topology
+
+    def amdsmi_topo_get_numa_node_number(self, processor_handle: Any) -> int:
+        gpu = self._enter("amdsmi_topo_get_numa_node_number", processor_handle)
+        return gpu.numa_node & UINT32_MAX  # c_uint32: -1 (no NUMA) comes back as 0xFFFFFFFF
+
+    def _pair(self, fn: str, src: Any, dst: Any) -> FakePair:
+        self._enter(fn, src)
+        if not isinstance(dst, FakeHandle):
+            raise AmdSmiParameterException(dst, FakeHandle)
+        if self.gpus[dst.index].lost:
+            raise AmdSmiLibraryException(self.gpus[dst.index].lost_code)
+        a, b = sorted((src.index, dst.index))
+        if (a, b) in self.pairs:
+            return self.pairs[a, b]
+        peers = {link.bdf for link in self.gpus[a].xgmi_links}
+        peers |= {link.bdf for link in self.gpus[b].xgmi_links}
+        if self.gpus[a].bdf in peers or self.gpus[b].bdf in peers:
+            return XGMI_PAIR
+        return FakePair()
+
+    def amdsmi_topo_get_link_type(
+        self, processor_handle_src: Any, processor_handle_dst: Any
+    ) -> dict[str, Any]:
+        pair = self._pair("amdsmi_topo_get_link_type", processor_handle_src, processor_handle_dst)
+        return {"hops": pair.hops, "type": pair.link_type}
+
+    def amdsmi_topo_get_link_weight(
+        self, processor_handle_src: Any, processor_handle_dst: Any
+    ) -> int:
+        return self._pair(
+            "amdsmi_topo_get_link_weight", processor_handle_src, processor_handle_dst
+        ).weight
+
+    def amdsmi_get_minmax_bandwidth_between_processors(
+        self, processor_handle_src: Any, processor_handle_dst: Any
+    ) -> dict[str, Any]:
+        pair = self._pair(
+            "amdsmi_get_minmax_bandwidth_between_processors",
+            processor_handle_src,
+            processor_handle_dst,
+        )
+        if pair.link_type != AmdSmiLinkType.AMDSMI_LINK_TYPE_XGMI or pair.hops != 1:
+            raise self._not_supported()  # only XGMI peers 1 hop apart (amdsmi.h)
+        return {"min_bandwidth": pair.min_bandwidth, "max_bandwidth": pair.max_bandwidth}
+
+    def amdsmi_is_P2P_accessible(
+        self, processor_handle_src: Any, processor_handle_dst: Any
+    ) -> bool:
+        return self._pair(
+            "amdsmi_is_P2P_accessible", processor_handle_src, processor_handle_dst
+        ).p2p
+
     # ------------------------------------------------------------------------- processes
 
     def amdsmi_get_gpu_process_list(self, processor_handle: Any) -> list[dict[str, Any]]:
@@ -975,8 +1114,10 @@ def write_broken_amdsmi(root: Path) -> Path:
 
 
 __all__ = [
+    "MI300X_BDFS",
     "REAL_SIGNATURES",
     "STATUS",
+    "XGMI_PAIR",
     "AmdSmiException",
     "AmdSmiLibraryException",
     "AmdSmiParameterException",
@@ -985,10 +1126,13 @@ __all__ = [
     "FakeAmdProcess",
     "FakeAmdSmi",
     "FakeHandle",
+    "FakePair",
     "FakeXgmiLink",
     "make_fake_amdsmi",
     "mi210_gpu",
     "mi300x_gpu",
+    "mi300x_node",
+    "pcie_pair",
     "w7900_gpu",
     "write_broken_amdsmi",
 ]

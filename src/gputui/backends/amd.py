@@ -19,13 +19,17 @@ Calls per tier (``h`` is a cached processor handle):
   ``get_gpu_device_uuid``, ``get_gpu_device_bdf``, ``get_gpu_memory_total(VRAM)`` (else
   ``get_gpu_vram_info``), ``get_power_cap_info``, ``get_clock_info(GFX/MEM)``, ``get_pcie_info``,
   ``get_temp_metric(HOTSPOT, CRITICAL/EMERGENCY)``, ``get_gpu_ecc_enabled``,
-  ``get_gpu_vbios_info``, ``get_gpu_driver_info`` (first GPU).
+  ``get_gpu_vbios_info``, ``get_gpu_driver_info`` (first GPU). Topology: per GPU pair (a < b)
+  ``topo_get_link_type``, ``topo_get_link_weight``, ``is_P2P_accessible``; per GPU
+  ``topo_get_numa_node_number`` and ``get_link_metrics`` (the XGMI links and their peers), plus
+  sysfs ``local_cpulist`` for the CPU affinity.
 - fast (every ``read_gpus``): ``get_gpu_activity``, ``get_gpu_memory_usage(VRAM)`` (else
   ``get_gpu_vram_usage``), ``get_power_info``, ``get_power_cap_info``, ``get_energy_count``,
   ``get_temp_metric(EDGE/HOTSPOT/VRAM, CURRENT)``, ``get_gpu_fan_speed(0)``,
   ``get_clock_info(GFX/MEM)``, ``get_pcie_info``, ``get_gpu_metrics_info`` (throttle reasons).
 - slow (``slow=True``): ``get_gpu_total_ecc_count``, ``get_gpu_bad_page_info``,
-  ``get_link_metrics``; ``get_gpu_pci_throughput`` only when ``pcie_throughput=True``.
+  ``get_link_metrics`` (aggregate and per-link XGMI rates), ``get_gpu_xgmi_link_status`` (link
+  up/down); ``get_gpu_pci_throughput`` only when ``pcie_throughput=True``.
 - processes: ``get_gpu_process_list``.
 """
 
@@ -36,11 +40,22 @@ import importlib
 import io
 import socket
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample
+from gputui.model import (
+    GpuInfo,
+    GpuLocality,
+    GpuPath,
+    GpuSample,
+    LinkInfo,
+    LinkSample,
+    NodeInfo,
+    ProcessSample,
+    Topology,
+)
 
 # amdsmi_wrapper.AMDSMI_STATUS_* values (C ABI, stable); read from the module when it has them.
 _STATUS_DEFAULTS: dict[str, int] = {
@@ -77,6 +92,14 @@ _XGMI_UNIT_BYTES = 1024
 _PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _PAGE_STATUS_PENDING = 1  # AMDSMI_MEM_PAGE_STATUS_PENDING
 _LINK_TYPE_PCIE = 1  # AMDSMI_LINK_TYPE_PCIE (7.x); other types (XGMI = 2) count as XGMI traffic
+_LINK_TYPE_XGMI = 2  # AMDSMI_LINK_TYPE_XGMI (7.x) / AMDSMI_IOLINK_TYPE_XGMI (6.x): same value
+# amdsmi_topo_get_link_type's "type": 1 and 2 mean the same in 6.x and 7.x; 0 does not (INTERNAL in
+# 7.x, UNDEFINED in 6.x), so it and anything else is reported as unknown (None).
+_PATH_LINK_TYPES = {_LINK_TYPE_PCIE: "pcie", _LINK_TYPE_XGMI: "xgmi"}
+# amdsmi_get_gpu_xgmi_link_status letters: U up, D down. X (disabled: not wired or turned off, not
+# a fault) and "N/A" give None, so an unused link never reads as a failed one.
+_LINK_UP = {"U": True, "D": False}
+_SYSFS_PCI_DEVICES = Path("/sys/bus/pci/devices")
 _UMC_BLOCK = 1  # AMDSMI_GPU_BLOCK_UMC: the memory controller, i.e. VRAM ECC
 
 _NOT_INSTALLED = "amdsmi not installed"
@@ -283,6 +306,31 @@ def _grown(before: Mapping[str, int | None], after: Mapping[str, int | None]) ->
     return frozenset(reasons)
 
 
+def _xgmi_entries(metrics: Any) -> list[tuple[int, Mapping[str, Any]]] | None:
+    """(link index, entry) for the XGMI links of an ``amdsmi_get_link_metrics`` answer; None when
+    it has no link list. The wrapper always returns 8 entries (unused ones hold stale data), so the
+    list is cut to ``num_links``; entries typed PCIe are left out."""
+    links = _get(metrics, "links")
+    if not isinstance(links, Sequence) or isinstance(links, str):
+        return None
+    count = _int(_get(metrics, "num_links"))
+    if count is not None:
+        links = links[: max(count, 0)]
+    return [
+        (n, link)
+        for n, link in enumerate(links)
+        if isinstance(link, Mapping) and link.get("link_type") != _LINK_TYPE_PCIE
+    ]
+
+
+def _remote_bdf(value: Any) -> str | None:
+    """A link's peer address; the all-zero BDF is what an unset entry holds, so it is None."""
+    name = pci_sysfs_name(value)
+    if name is None or name == "0000:00:00.0":
+        return None
+    return _text(value)
+
+
 def _smu_throttle_reasons(mask: int) -> frozenset[str]:
     return frozenset(reason for bits, reason in _SMU_THROTTLER_BITS if mask & bits)
 
@@ -296,6 +344,41 @@ def _throttle_from_status(metrics: Mapping[str, Any]) -> frozenset[str] | None:
     if flags and not any(flags):
         return frozenset()
     return None
+
+
+def pci_sysfs_name(pci_bus_id: str | None) -> str | None:
+    """The sysfs name of a PCI device ("0000:03:00.0") from a bus id in any usual spelling:
+    NVML's 8-digit domain ("00000000:03:00.0"), upper case, a missing domain, an unpadded function
+    ("0000:c1:00.0" from amdsmi). None when it does not parse."""
+    text = _text(pci_bus_id)
+    if text is None:
+        return None
+    parts = text.split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0")
+    if len(parts) != 3 or "." not in parts[2]:
+        return None
+    device, _, function = parts[2].partition(".")
+    try:
+        domain, bus, dev, fn = (int(v, 16) for v in (parts[0], parts[1], device, function))
+    except ValueError:
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn:x}"
+
+
+def local_cpulist(pci_bus_id: str | None, root: Path | None = None) -> str | None:
+    """The CPUs close to a PCI device, in ``taskset`` list form ("0-55,112-167"), read from
+    ``/sys/bus/pci/devices/<bdf>/local_cpulist``; None when the file is absent or unreadable (not
+    Linux, a container without /sys, an odd bus id). Vendor-neutral: any backend may use it."""
+    name = pci_sysfs_name(pci_bus_id)
+    if name is None:
+        return None
+    path = (_SYSFS_PCI_DEVICES if root is None else root) / name / "local_cpulist"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
 
 
 # --------------------------------------------------------------------------------------- backend
@@ -326,6 +409,8 @@ class AmdSmiBackend(Backend):
         # per GPU: (accumulation_counter, residency counters, reasons derived at that read)
         self._residency: dict[int, tuple[int, dict[str, int | None], frozenset[str] | None]] = {}
         self._xgmi_prev: dict[int, tuple[float, int, int]] = {}
+        # per GPU, per link index: (time, read KB, write KB) of the previous slow read
+        self._link_prev: dict[int, dict[int, tuple[float, int, int]]] = {}
         self._proc_prev: dict[tuple[int, int], tuple[float, int]] = {}
 
     # ------------------------------------------------------------------------------- lifecycle
@@ -359,6 +444,10 @@ class AmdSmiBackend(Backend):
             raise BackendUnavailable(_NO_GPU)
         self._handles = handles
         gpus = tuple(self._static_info(i) for i in range(len(handles)))
+        try:
+            topology: Topology | None = self._topology(gpus)
+        except Exception:  # a bug here must not stop the dashboard: no topology screen data
+            topology = None
         self._node = NodeInfo(
             hostname=socket.gethostname(),
             backend=self.name,
@@ -366,6 +455,7 @@ class AmdSmiBackend(Backend):
             driver_version=self._driver_version(),
             runtime_version=self._rocm_version(),
             library_version=self._library_version(),
+            topology=topology,
         )
         return self._node
 
@@ -502,12 +592,14 @@ class AmdSmiBackend(Backend):
         self._memory_total.clear()
         self._residency.clear()
         self._xgmi_prev.clear()
+        self._link_prev.clear()
         self._proc_prev.clear()
 
     def _forget_gpu(self, index: int) -> None:
         """Drop the deltas of a lost GPU so a returning GPU does not report a bogus rate."""
         self._residency.pop(index, None)
         self._xgmi_prev.pop(index, None)
+        self._link_prev.pop(index, None)
 
     def _enum(self, enum_name: str, member: str) -> Any:
         """``amdsmi.<enum_name>.<member>``, or _MISSING when this amdsmi lacks it."""
@@ -613,6 +705,88 @@ class AmdSmiBackend(Backend):
         if any(part is None for part in parts):
             return None
         return ".".join(str(part) for part in parts)
+
+    # ------------------------------------------------------------------------------- topology
+
+    def _topology(self, gpus: Sequence[GpuInfo]) -> Topology:
+        """GPU pairs, XGMI links and CPU locality. Whatever the library (or sysfs) cannot say is
+        None or left out; nothing here raises."""
+        count = len(self._handles)
+        numa = [self._numa_node(i) for i in range(count)]
+        locality = tuple(
+            GpuLocality(
+                gpu_index=i,
+                cpu_affinity=local_cpulist(gpus[i].pci_bus_id if i < len(gpus) else None),
+                numa_node=numa[i],
+            )
+            for i in range(count)
+        )
+        paths = tuple(self._path(a, b, numa) for a in range(count) for b in range(a + 1, count))
+        local: dict[str, int] = {}
+        for info in gpus:
+            name = pci_sysfs_name(info.pci_bus_id)
+            if name is not None:
+                local.setdefault(name, info.index)
+        links = tuple(link for i in range(count) for link in self._static_links(i, local))
+        return Topology(paths=paths, links=links, locality=locality)
+
+    def _numa_node(self, i: int) -> int | None:
+        try:
+            node = _int(self._call(i, "numa_node", "amdsmi_topo_get_numa_node_number"))
+        except Exception:
+            return None
+        return node if node is not None and node >= 0 else None
+
+    def _path(self, a: int, b: int, numa: Sequence[int | None]) -> GpuPath:
+        # PCIe level: amdsmi names no common PCIe ancestor, so PIX/PXB/PHB/NODE cannot be told
+        # apart. Only GPUs on different NUMA nodes are known to cross the inter-node fabric: SYS.
+        level = "SYS" if None not in (numa[a], numa[b]) and numa[a] != numa[b] else None
+        try:
+            peer = self._handles[b]
+            kind = self._call(a, f"link_type:{b}", "amdsmi_topo_get_link_type", peer)
+            weight = self._call(a, f"link_weight:{b}", "amdsmi_topo_get_link_weight", peer)
+            p2p = self._call(a, f"p2p:{b}", "amdsmi_is_P2P_accessible", peer)
+        except Exception:  # a GPU lost during start-up: its samples say so
+            return GpuPath(a=a, b=b, pcie_level=level)
+        link_type = _int(_get(kind, "type"))
+        accessible = p2p if isinstance(p2p, bool) else None
+        return GpuPath(
+            a=a,
+            b=b,
+            pcie_level=level,
+            link_type=_PATH_LINK_TYPES.get(link_type) if link_type is not None else None,
+            hops=_nonnegative(_get(kind, "hops")),
+            weight=_nonnegative(weight),
+            p2p_read=accessible,
+            p2p_write=accessible,
+        )
+
+    def _static_links(self, i: int, local: Mapping[str, int]) -> list[LinkInfo]:
+        """XGMI links of GPU ``i`` from link metrics; the peer is matched to a local GPU by BDF."""
+        try:
+            entries = _xgmi_entries(self._call(i, "link_metrics", "amdsmi_get_link_metrics"))
+        except Exception:
+            return []
+        result = []
+        for n, entry in entries or ():
+            remote_bdf = _remote_bdf(entry.get("bdf"))
+            remote = local.get(pci_sysfs_name(remote_bdf) or "")
+            if remote == i:
+                remote = None
+            speed = _positive(entry.get("bit_rate"))  # "current link speed in Gb/s" (amdsmi.h)
+            result.append(
+                LinkInfo(
+                    gpu_index=i,
+                    link=n,
+                    kind="xgmi",
+                    version=None,  # amdsmi reports no XGMI version
+                    speed_gbps=float(speed) if speed is not None else None,
+                    remote_type="gpu" if remote is not None else None,
+                    remote_gpu_index=remote,
+                    remote_pci_bus_id=remote_bdf,
+                )
+            )
+        return result
 
     # ------------------------------------------------------------------------------- fast tier
 
@@ -748,7 +922,7 @@ class AmdSmiBackend(Backend):
                 _get(page, "status") == _PAGE_STATUS_PENDING for page in pages
             )
 
-        fields["nvlink_rx_bytes_per_s"], fields["nvlink_tx_bytes_per_s"] = self._xgmi_rates(i, now)
+        fields.update(self._xgmi(i, now))
 
         if self._pcie_throughput:
             # Blocks ~1 s. 'sent'/'received' are packet counts over that second; amd-smi itself
@@ -762,22 +936,30 @@ class AmdSmiBackend(Backend):
                 fields["pcie_rx_bytes_per_s"] = float(received * size)
         return fields
 
-    def _xgmi_rates(self, i: int, now: float) -> tuple[float | None, float | None]:
-        """XGMI rx/tx bytes/s from the cumulative per-link read/write counters (KB)."""
+    def _xgmi(self, i: int, now: float) -> dict[str, Any]:
+        """Aggregate XGMI rates and per-link readings from one link-metrics read (slow tier)."""
         metrics = self._call(i, "link_metrics", "amdsmi_get_link_metrics")
-        links = _get(metrics, "links")
-        if not isinstance(links, Sequence):
-            self._xgmi_prev.pop(i, None)
-            return None, None
-        count = _int(_get(metrics, "num_links"))
-        if count is not None:
-            links = links[: max(count, 0)]  # the wrapper always returns 8 entries
+        entries = _xgmi_entries(metrics)
+        rx, tx = self._xgmi_rates(i, now, entries)
+        status = self._call(i, "xgmi_link_status", "amdsmi_get_gpu_xgmi_link_status")
+        pending = any(
+            answer is None and (i, key) not in self._unsupported
+            for answer, key in ((metrics, "link_metrics"), (status, "xgmi_link_status"))
+        )
+        return {
+            "nvlink_rx_bytes_per_s": rx,
+            "nvlink_tx_bytes_per_s": tx,
+            "links": self._link_samples(i, now, entries, status, pending),
+        }
+
+    def _xgmi_rates(
+        self, i: int, now: float, entries: list[tuple[int, Mapping[str, Any]]] | None
+    ) -> tuple[float | None, float | None]:
+        """XGMI rx/tx bytes/s from the cumulative per-link read/write counters (KB)."""
         read = write = 0
         seen = False
-        for link in links:
-            if _get(link, "link_type") == _LINK_TYPE_PCIE:
-                continue
-            r, w = _counter(_get(link, "read")), _counter(_get(link, "write"))
+        for _n, link in entries or ():
+            r, w = _counter(link.get("read")), _counter(link.get("write"))
             if r is None or w is None:
                 continue
             read, write, seen = read + r, write + w, True
@@ -795,6 +977,57 @@ class AmdSmiBackend(Backend):
             (read - previous[1]) * _XGMI_UNIT_BYTES / elapsed,
             (write - previous[2]) * _XGMI_UNIT_BYTES / elapsed,
         )
+
+    def _link_samples(
+        self,
+        i: int,
+        now: float,
+        entries: list[tuple[int, Mapping[str, Any]]] | None,
+        status: Any,
+        pending: bool,
+    ) -> tuple[LinkSample, ...] | None:
+        """Per-link state and rates. ``()`` when the GPU has no XGMI links (or amdsmi cannot say,
+        for good); None when a call failed only for now (the sampler keeps the last reading)."""
+        letters = _get(status, "status")
+        if not isinstance(letters, Sequence) or isinstance(letters, str):
+            letters = None
+        else:
+            total = _int(_get(status, "total_links"))
+            letters = list(letters[: max(total, 0)] if total is not None else letters)
+        if entries is None:
+            self._link_prev.pop(i, None)
+        if not entries and not letters:
+            return None if pending else ()
+        by_index = dict(entries or ())
+        indexes = sorted(by_index) if by_index else range(len(letters or ()))
+        previous = self._link_prev.get(i, {})
+        current: dict[int, tuple[float, int, int]] = {}
+        samples = []
+        for n in indexes:
+            entry = by_index.get(n)
+            read, write = _counter(_get(entry, "read")), _counter(_get(entry, "write"))
+            rx = tx = None
+            if read is not None and write is not None:
+                current[n] = (now, read, write)
+                before = previous.get(n)
+                elapsed = now - before[0] if before is not None else 0.0
+                if before is not None and elapsed > 0 and read >= before[1] and write >= before[2]:
+                    # read = data received by this GPU over the link, write = data sent (amdsmi.h)
+                    rx = (read - before[1]) * _XGMI_UNIT_BYTES / elapsed
+                    tx = (write - before[2]) * _XGMI_UNIT_BYTES / elapsed
+            letter = letters[n] if letters is not None and n < len(letters) else None
+            samples.append(
+                # amdsmi has no per-link error counters (replay / recovery / CRC): they stay None.
+                LinkSample(
+                    link=n,
+                    up=_LINK_UP.get(letter) if isinstance(letter, str) else None,
+                    rx_bytes_per_s=rx,
+                    tx_bytes_per_s=tx,
+                )
+            )
+        if entries is not None:
+            self._link_prev[i] = current
+        return tuple(samples)
 
     # ------------------------------------------------------------------------------- processes
 
@@ -841,4 +1074,10 @@ class AmdSmiBackend(Backend):
         return min(max((busy - previous[1]) / elapsed_ns * 100.0, 0.0), 100.0)
 
 
-__all__ = ["AmdSmiBackend", "architecture_from_gfx", "import_amdsmi"]
+__all__ = [
+    "AmdSmiBackend",
+    "architecture_from_gfx",
+    "import_amdsmi",
+    "local_cpulist",
+    "pci_sysfs_name",
+]
