@@ -23,7 +23,18 @@ from gputui.health import (
     torch_cuda_version,
     worst,
 )
-from gputui.model import Finding, GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.model import (
+    Finding,
+    GpuEvent,
+    GpuInfo,
+    GpuSample,
+    LinkInfo,
+    LinkSample,
+    NodeInfo,
+    ProcessSample,
+    Snapshot,
+    Topology,
+)
 
 T = 1_700_000_000.0
 GIB = 1024**3
@@ -250,6 +261,37 @@ def test_temperature() -> None:
     assert f.severity == "warn"
     assert run("temperature", snap((sample(temperature_gpu_c=83.0),))) == []
     assert run("temperature", snap(infos=(info(temperature_slowdown_c=None),))) == []
+
+
+def _linked_snap(links: tuple[LinkSample, ...] | None, gpu: int = 1, n: int = 18) -> Snapshot:
+    base = snap((sample(0), dataclasses.replace(sample(gpu), links=links)))
+    infos = tuple(LinkInfo(gpu_index=g, link=i, kind="nvlink") for g in (0, gpu) for i in range(n))
+    node = dataclasses.replace(base.node, topology=Topology(links=infos))
+    return dataclasses.replace(base, node=node)
+
+
+def test_nvlink_down() -> None:
+    links = tuple(LinkSample(link=i, up=i != 7) for i in range(18))
+    (f,) = run("nvlink_down", _linked_snap(links))
+    assert f.severity == "fail" and f.gpu_index == 1
+    assert f.message == "GPU 1 NVLink 7 is down (17/18 up)"
+    assert "fabric manager" in f.hint and "RMA" in f.hint
+    assert f.key == "nvlink_down:1:link7"
+    # near misses: all up; links not read (None); no links (consumer card); state unknown
+    all_up = tuple(LinkSample(link=i, up=True) for i in range(18))
+    assert run("nvlink_down", _linked_snap(all_up)) == []
+    assert run("nvlink_down", _linked_snap(None)) == []
+    assert run("nvlink_down", _linked_snap((), n=0)) == []
+    assert run("nvlink_down", _linked_snap((LinkSample(link=0, up=None),))) == []
+    assert list(RULES).index("nvlink_down") == list(RULES).index("pcie_link") + 1
+
+
+def test_xgmi_link_down_is_named_as_such() -> None:
+    base = snap((sample(0, links=(LinkSample(link=2, up=False), LinkSample(link=3, up=True))),))
+    infos = tuple(LinkInfo(gpu_index=0, link=i, kind="xgmi") for i in (2, 3))
+    node = dataclasses.replace(base.node, topology=Topology(links=infos))
+    (f,) = run("nvlink_down", dataclasses.replace(base, node=node))
+    assert f.message == "GPU 0 XGMI link 2 is down (1/2 up)" and "amd-smi" in f.hint
 
 
 def test_pcie_link_judged_under_load_only() -> None:
@@ -530,7 +572,9 @@ def test_faulty_node_end_to_end() -> None:
     assert by_key["row_remap:2:pending"].severity == "warn"
     assert worst(findings) == "fail"
     assert gpu_severity(findings, 3) == "fail" and gpu_severity(findings, 6) in ("warn", "fail")
-    healthy = {0, 1, 4, 7}
+    nvlink = by_key["nvlink_down:1:link7"]
+    assert nvlink.severity == "fail" and nvlink.message == "GPU 1 NVLink 7 is down (17/18 up)"
+    healthy = {0, 4, 7}
     rules_on_healthy = {f.rule for f in findings if f.gpu_index in healthy}
     assert rules_on_healthy <= {"other_processes"}  # only the busy GPUs' owner, pre-job
     # notify once: every finding is new once, then nothing until something changes

@@ -1,5 +1,6 @@
 """Command line: ``gputui`` (the dashboard), ``gputui snapshot`` (one reading, text or JSON),
-``gputui check`` (health verdict for a prolog, a fresh instance or CI; see :mod:`gputui.check`).
+``gputui check`` (health verdict for a prolog, a fresh instance or CI; see :mod:`gputui.check`),
+``gputui topo`` (the GPU connection matrix, links and CPU affinity; see :mod:`gputui.topology`).
 
 Exit codes: 0 success; 2 no usable GPU backend, a bad argument or no terminal; 130 interrupted.
 ``check``: 0 healthy, 1 warnings, 2 failed (or no usable GPU).
@@ -9,6 +10,8 @@ Everything a user can get wrong ends in a one-paragraph message, never a traceba
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -86,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument(
         "--json", action="store_true", help="JSON (schema: docs/snapshot-schema.md)"
     )
+    topo = commands.add_parser(
+        "topo",
+        help="print the GPU connection matrix (NVLink / XGMI / PCIe) and link state, and exit",
+        description="Print the GPU x GPU connection matrix in the notation of `nvidia-smi topo -m` "
+        "(NVLink / XGMI / PCIe), CPU and NUMA affinity, PCIe link, P2P support and the state of "
+        "every NVLink / XGMI link, and exit.",
+    )
+    _add_common(topo, suppress=True)
+    topo.add_argument("--json", action="store_true", help="JSON instead of text")
     check = commands.add_parser(
         "check",
         help="judge the node's health in a few seconds and exit 0 / 1 / 2",
@@ -168,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "snapshot":
             return run_snapshot(spec, seed=args.seed, as_json=args.json)
+        if args.command == "topo":
+            return run_topo(spec, seed=args.seed, as_json=args.json)
         return run_tui(
             spec,
             seed=args.seed,
@@ -177,6 +191,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
+        _silence_stdout()
+        return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _backend_spec(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
@@ -255,6 +281,24 @@ def run_snapshot(spec: str, *, seed: int, as_json: bool) -> int:
         from gputui.report import render_snapshot
 
         print(render_snapshot(snapshot))
+    return EXIT_OK
+
+
+def run_topo(spec: str, *, seed: int, as_json: bool) -> int:
+    """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
+    sampler = _open_sampler(spec, seed=seed, interval=SNAPSHOT_SETTLE_S)
+    if sampler is None:
+        return EXIT_NO_GPU
+    try:
+        snapshot = sampler.poll()
+    finally:
+        sampler.close()
+    from gputui.topology import render_text, topology_dict
+
+    if as_json:
+        print(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
+    else:
+        print(render_text(snapshot.node, snapshot))
     return EXIT_OK
 
 

@@ -14,8 +14,6 @@ Notify once: :meth:`HealthMonitor.update` returns every listed finding;
 :meth:`HealthMonitor.take_new` returns (and forgets) the findings that appeared since the last call,
 or whose severity rose, so a UI shows one notification per new finding however many readings list
 it. A cleared finding that comes back before it is acknowledged is not new again.
-
-Not judged yet: NVLink links (the model has no per-link state; topology is another issue).
 """
 
 from __future__ import annotations
@@ -536,6 +534,40 @@ def rule_pcie_link(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+def rule_nvlink_down(ctx: RuleContext) -> Iterable[Finding]:
+    """A discovered NVLink / XGMI link that the latest reading says is down (links not read,
+    ``None``, or a link whose state is unknown are not judged)."""
+    topology = ctx.snapshot.node.topology
+    for info, s in ctx.live():
+        if not s.links:
+            continue
+        discovered = topology.links_of(s.index) if topology is not None else ()
+        kinds = {x.link: x.kind for x in discovered}
+        total = len({x.link for x in discovered} | {r.link for r in s.links})
+        up = sum(1 for r in s.links if r.up)
+        amd = (info is not None and info.vendor == "amd") or "xgmi" in kinds.values()
+        for r in sorted(s.links, key=lambda r: r.link):
+            if r.up is not False:
+                continue
+            xgmi = kinds.get(r.link, "xgmi" if amd else "nvlink") == "xgmi"
+            word = "XGMI link" if xgmi else "NVLink"
+            hint = (
+                "reset the GPU (amd-smi reset -G) and check the XGMI bridge / hive; reseat or RMA "
+                "if it persists"
+                if xgmi
+                else "reset the GPU (nvidia-smi -r) and check the NVSwitch fabric manager "
+                "(systemctl status nvidia-fabricmanager); reseat or RMA if it persists"
+            )
+            yield _finding(
+                "nvlink_down",
+                "fail",
+                f"GPU {s.index} {word} {r.link} is down ({up}/{total} up)",
+                hint,
+                s.index,
+                f"link{r.link}",
+            )
+
+
 def rule_persistence_mode(ctx: RuleContext) -> Iterable[Finding]:
     if not ctx.platform.startswith("linux"):
         return
@@ -652,6 +684,7 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "power_limit": (rule_power_limit, "warn: power limit set below the default"),
     "temperature": (rule_temperature, "warn: within 5°C of slowdown; fail: at or above it"),
     "pcie_link": (rule_pcie_link, "warn: PCIe link below max gen / width under load"),
+    "nvlink_down": (rule_nvlink_down, "fail: an NVLink / XGMI link is down"),
     "persistence_mode": (rule_persistence_mode, "warn: persistence mode off (Linux, datacenter)"),
     "other_processes": (
         rule_other_processes,
