@@ -133,3 +133,40 @@ def test_faulty_health_badges_120x40(snap_compare, sim_sampler) -> None:
 def test_faulty_findings_screen_120x40(snap_compare, sim_sampler) -> None:
     """Key h: every finding with its hint; the cleared XID last."""
     assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(120, 40))
+
+
+# -- topology -------------------------------------------------------------------------------------
+
+
+def _topology_readings(app: GpuTuiApp, readings: int = 5):
+    """After ``t``: a few more readings, so the per-link history plots have data."""
+
+    async def run_before(pilot) -> None:
+        from gputui.tui.messages import SnapshotReady
+
+        await pilot.press("t")
+        await pilot.pause()
+        for _ in range(readings):
+            app.sampler.clock.now += 1.0  # type: ignore[attr-defined]
+            app.post_message(SnapshotReady(app.sampler.poll()))
+            await pilot.pause()
+
+    return run_before
+
+
+def test_topology_dgx_h100_120x40(snap_compare, sim_sampler) -> None:
+    """Key t: NV18 everywhere through NVSwitch, legend, per-GPU PCIe/P2P/links, links table."""
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, run_before=_topology_readings(app), terminal_size=(120, 40))
+
+
+def test_topology_a100_pcie_120x40(snap_compare, sim_sampler) -> None:
+    """Two PCIe GPUs on different sockets: SYS, no P2P, no link table."""
+    app = dashboard(sim_sampler, "a100-pcie")
+    assert snap_compare(app, run_before=_topology_readings(app), terminal_size=(120, 40))
+
+
+def test_topology_mi300x_120x40(snap_compare, sim_sampler) -> None:
+    """A full XGMI mesh: XGMI cells, seven links per GPU, each to one peer."""
+    app = dashboard(sim_sampler, "mi300x")
+    assert snap_compare(app, run_before=_topology_readings(app), terminal_size=(120, 40))

@@ -45,6 +45,7 @@ class GpuTuiApp(App[None]):
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("h", "health", "Health", id="health"),
+        Binding("t", "topology", "Topology", id="topology"),
         Binding("space", "toggle_pause", "Pause", id="pause"),
         Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
         Binding("minus", "faster", "Interval −", id="interval.down"),
@@ -234,6 +235,18 @@ class GpuTuiApp(App[None]):
             self.screen.dismiss(None)
             return
         screen = FindingsScreen()
+        if self.latest is not None:
+            screen.update_snapshot(self.latest)
+        self.push_screen(screen)
+
+    def action_topology(self) -> None:
+        """Open the topology screen (or close it when it is on top)."""
+        from gputui.tui.screens.topology import TopologyScreen
+
+        if isinstance(self.screen, TopologyScreen):
+            self.screen.dismiss(None)
+            return
+        screen = TopologyScreen(self.dashboard.node, self.sampler.history)
         if self.latest is not None:
             screen.update_snapshot(self.latest)
         self.push_screen(screen)

@@ -1,5 +1,5 @@
 """Command palette (ctrl+p) entries for gputui: show one GPU, show all, pause, interval presets,
-refresh, health findings, help, light/dark theme, quit."""
+refresh, health findings, topology, help, light/dark theme, quit."""
 
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
         "Show health findings",
         "Every health finding with its hint; acknowledge cleared ones",
         app.action_health,
+    )
+    yield (
+        "Show topology",
+        "GPU interconnect matrix, PCIe and P2P per GPU, NVLink/XGMI link state and traffic",
+        app.action_topology,
     )
     yield ("Help", "Every key, and what each panel shows", app.action_help)
     yield (

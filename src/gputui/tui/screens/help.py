@@ -41,6 +41,17 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "acknowledged there (a: the selected one, A: all cleared ones).",
     ),
     (
+        "Topology",
+        "press t: the GPU x GPU matrix as nvidia-smi topo -m writes it (X itself, NV# bonded "
+        "NVLinks, XGMI on AMD, PIX/PXB PCIe switches, PHB host bridge, NODE same NUMA node, SYS "
+        "across sockets; fast paths in green) with CPU affinity and NUMA node and a legend; per "
+        "GPU the PCIe link now/max (highlighted when trained below max), P2P read/write to its "
+        "peers, links up and NVLink/XGMI traffic with its history; then every link: state (DOWN "
+        "highlighted), version and speed, remote end, TX/RX with a small history, replay, "
+        "recovery and CRC error counters. 0-9 show one GPU (its peers and links), a all; "
+        "t, q or Esc closes it.",
+    ),
+    (
         "Host strip",
         "CPU use (with a per-core summary when it fits), RAM used/total, swap, load average and "
         "uptime.",
@@ -91,7 +102,9 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
     for _, (keys, description) in rows.items():
         out.append((" ".join(dict.fromkeys(keys)), description))
     out.append(("enter", "Process details (on a table row)"))
-    out.append(("ctrl+p", "Command palette: GPU, pause, interval, health, theme, help, quit"))
+    out.append(
+        ("ctrl+p", "Command palette: GPU, pause, interval, health, topology, theme, help, quit")
+    )
     out.append(("mouse", "Click a GPU panel to select it, a column header to sort"))
     return out
 

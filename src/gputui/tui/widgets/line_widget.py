@@ -40,6 +40,10 @@ OK = "meter--ok"
 WARN = "meter--warn"
 BAD = "meter--bad"
 ACCENT = "meter--accent"
+FAST = "meter--fast"
+"""A fast path (NVLink, XGMI) on the topology screen."""
+SLOW = "meter--slow"
+"""A slow path (SYS: across CPU sockets) on the topology screen."""
 TITLE = "meter--title"
 FRAME = "meter--frame"
 FRAME_SELECTED = "meter--frame-selected"
@@ -63,6 +67,8 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
         WARN,
         BAD,
         ACCENT,
+        FAST,
+        SLOW,
         TITLE,
         FRAME,
         FRAME_SELECTED,
@@ -343,6 +349,7 @@ __all__ = [
     "BAR_POWER",
     "BAR_UTIL",
     "DIM",
+    "FAST",
     "FRAME",
     "FRAME_SELECTED",
     "LABEL",
@@ -353,6 +360,7 @@ __all__ = [
     "PLOT_MEM",
     "PLOT_UTIL",
     "SELECTED",
+    "SLOW",
     "TITLE",
     "VALUE",
     "WARN",
