@@ -53,3 +53,12 @@ def test_process_history_expires_after_retention() -> None:
     assert math.isnan(history.process_series(7, 0, "cpu_pct")[0])
     history.record(snap(2.0 + PROCESS_RETENTION_S, 1.0))
     assert history.process_series(7, 0, "sm_pct") == []
+
+
+def test_clear_forgets_everything() -> None:
+    history = History()
+    history.record(snap(0.0, 1.0, procs=(ProcessSample(pid=7, gpu_index=0),)))
+    history.clear()
+    assert len(history) == 0
+    assert history.gpu_series(0, "utilization_gpu_pct") == []
+    assert history.process_series(7, 0, "sm_pct") == []

@@ -189,3 +189,20 @@ def test_events_and_findings_ride_on_each_snapshot() -> None:
     # Findings are evaluated after the reading went into history.
     assert [n for _, n in health.seen] == [1, 2]
     assert sampler.latest is second
+
+
+def test_listeners_see_every_snapshot_and_a_failing_one_is_dropped() -> None:
+    sampler = Sampler(CountingBackend(), clock=FakeClock(1000.0))
+    seen: list = []
+
+    def broken(snapshot) -> None:
+        raise OSError("disk full")
+
+    sampler.add_listener(seen.append)
+    sampler.add_listener(broken)
+    first = sampler.poll()
+    second = sampler.poll()
+    assert seen == [first, second]
+    sampler.remove_listener(seen.append)
+    sampler.poll()
+    assert len(seen) == 2

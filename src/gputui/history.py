@@ -93,6 +93,14 @@ class History:
             del self._proc[key]
             del self._proc_last_seen[key]
 
+    def clear(self) -> None:
+        """Forget everything (e.g. after seeking in a replay)."""
+        with self._lock:
+            self._timestamps.clear()
+            self._gpu.clear()
+            self._proc.clear()
+            self._proc_last_seen.clear()
+
     def gpu_series(self, index: int, metric: str, last: int | None = None) -> list[float]:
         """Oldest-first values of one metric for one GPU (NaN where unknown)."""
         with self._lock:

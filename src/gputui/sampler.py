@@ -80,6 +80,7 @@ class Sampler:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listeners: list[SnapshotCallback] = []
         self._polls_in_flight = 0
         self.max_polls_in_flight = 0
         """Highest number of polls ever running at once: 1 unless polls overlapped (a bug)."""
@@ -110,7 +111,22 @@ class Sampler:
                 snapshot, findings=self.health.update(snapshot, self.history)
             )
         self.latest = snapshot
+        for listener in tuple(self._listeners):
+            try:
+                listener(snapshot)
+            except Exception:  # a failing listener (a full disk) must not stop the readings
+                log.exception("snapshot listener failed; removing it")
+                self.remove_listener(listener)
         return snapshot
+
+    def add_listener(self, listener: SnapshotCallback) -> None:
+        """Call ``listener(snapshot)`` after every poll, on the polling thread (e.g. a recorder
+        writing each reading to a file). A listener that raises is removed."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: SnapshotCallback) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     def _read(self, node: NodeInfo) -> Snapshot:
         now = self.clock()
