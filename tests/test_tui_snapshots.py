@@ -170,3 +170,35 @@ def test_topology_mi300x_120x40(snap_compare, sim_sampler) -> None:
     """A full XGMI mesh: XGMI cells, seven links per GPU, each to one peer."""
     app = dashboard(sim_sampler, "mi300x")
     assert snap_compare(app, run_before=_topology_readings(app), terminal_size=(120, 40))
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+
+def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
+    """gputui --replay: a three-minute recording of the simulated DGX played from 0:30 for a
+    minute, then paused at 1:30 and set to ×4. The title bar shows "REPLAY 00:01:30 / 00:02:59
+    ×4 paused" instead of the interval; the footer starts with the seek keys."""
+    from gputui.backends.replay import ReplayBackend, replay_sampler
+    from gputui.record import Recorder
+
+    live = sim_sampler("dgx-h100")
+    path = tmp_path / "session.jsonl.gz"
+    with Recorder(path) as recorder:
+        live.add_listener(recorder.write)
+        for _ in range(180):
+            live.poll()
+            live.clock.now += 1.0  # type: ignore[attr-defined]
+    wall = [0.0]
+    backend = ReplayBackend(path, start_paused=True, monotonic=lambda: wall[0])
+    sampler = replay_sampler(backend, backend.open())
+    backend.seek(backend.start + 30)
+    backend.set_paused(False)
+    for _ in range(POLLS):
+        sampler.poll()
+        wall[0] += 1.0
+    backend.set_paused(True)
+    backend.set_speed(4)
+    sampler.poll()  # the reading at the position shown, 1:30
+    app = GpuTuiApp(sampler, start_sampler=False)
+    assert snap_compare(app, terminal_size=(120, 40))

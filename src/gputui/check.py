@@ -410,6 +410,16 @@ def run_check(
     out = out or sys.stdout
     started = time.monotonic()
     ignore = frozenset(ignore)
+    if spec.startswith("replay:"):
+        return run_replay_check(
+            spec.partition(":")[2],
+            expect_gpus=expect_gpus,
+            gpus=gpus,
+            strict=strict,
+            ignore=ignore,
+            as_json=as_json,
+            out=out,
+        )
     try:
         backend, node = open_backend(spec, seed=seed)
     except NoBackend as exc:
@@ -471,6 +481,10 @@ def run_check(
         duration_s=time.monotonic() - started,
         kernel_events=events,
     )
+    return _emit(result, as_json=as_json, out=out)
+
+
+def _emit(result: CheckResult, *, as_json: bool, out: Any) -> int:
     if as_json:
         import json
 
@@ -483,6 +497,81 @@ def run_check(
     except BrokenPipeError:  # `gputui check | head -1`: the verdict still goes out as the status
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return result.exit_code
+
+
+def run_replay_check(
+    path: str,
+    *,
+    expect_gpus: int | None = None,
+    gpus: str | None = None,
+    strict: bool = False,
+    ignore: Iterable[str] = (),
+    as_json: bool = False,
+    out: Any = None,
+) -> int:
+    """``gputui check --replay FILE``: every reading of a recording judged by a fresh health
+    monitor; the verdict counts every finding listed at the end, cleared ones included (something
+    that went wrong and recovered during the recording still fails it). Judged as a running node
+    (not a pre-job check: a recording's own jobs are expected), without this machine's
+    environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run_check`; a file that
+    is not a readable recording exits 2 with a message naming the line."""
+    import dataclasses
+
+    from gputui.backends.base import BackendUnavailable
+    from gputui.backends.replay import ReplayBackend
+    from gputui.format import fmt_duration
+    from gputui.health import HealthConfig, HealthMonitor
+    from gputui.history import History
+    from gputui.record import RecordingError
+
+    out = out or sys.stdout
+    started = time.monotonic()
+    ignore = frozenset(ignore)
+    backend = ReplayBackend(path)
+    try:
+        node = backend.open()
+    except BackendUnavailable as exc:
+        print(f"gputui check: cannot replay: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        selection = select_gpus(node, gpus, {})
+    except ValueError as exc:
+        print(f"gputui check: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    config = HealthConfig(
+        expect_gpus=expect_gpus, gpus=selection.indices, ignore=ignore, pre_job=False
+    )
+    monitor = HealthMonitor(config, env={})
+    history = History()
+    snapshot: Snapshot | None = None
+    try:
+        for reading in backend.snapshots():
+            history.record(reading)
+            snapshot = dataclasses.replace(reading, findings=monitor.update(reading, history))
+    except RecordingError as exc:
+        print(f"gputui check: cannot replay: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        backend.close()
+    assert snapshot is not None  # open() refuses a recording without readings
+    result = evaluate(
+        snapshot,
+        selection,
+        ignore=ignore,
+        strict=strict,
+        not_checked=(
+            "kernel log: not read for a recording (the XID events it recorded are judged)",
+            "driver vs torch CUDA build: not judged for a recording",
+        ),
+        duration_s=time.monotonic() - started,
+    )
+    note = (
+        f"replayed {backend.readings} readings of {path}, "
+        f"{fmt_duration(backend.duration_s)} from "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(backend.start))}"
+    )
+    result = dataclasses.replace(result, notes=(*result.notes, note))
+    return _emit(result, as_json=as_json, out=out)
 
 
 def _kernel_log_reader(kernel_log: Any, simulated: bool) -> KernelLogReader | None:
@@ -519,6 +608,7 @@ __all__ = [
     "list_rules",
     "render_report",
     "run_check",
+    "run_replay_check",
     "select_gpus",
     "take_readings",
 ]

@@ -129,7 +129,52 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--list-rules", action="store_true", help="print the rule ids and what each checks"
     )
+    _add_export_parser(commands)
+    _add_record_parsers(parser, commands, snapshot=snapshot, check=check, topo=topo)
     return parser
+
+
+def _add_export_parser(commands) -> None:
+    """``gputui export``: Prometheus metrics (see :mod:`gputui.export`)."""
+    export = commands.add_parser(
+        "export",
+        help="serve Prometheus metrics (DCGM-compatible names) on /metrics",
+        description="Serve the readings and health findings as Prometheus metrics on "
+        "http://ADDR/metrics, with DCGM exporter names and labels. Needs "
+        "pip install 'gputui[export]'.",
+    )
+    _add_common(export, suppress=True)
+    export.add_argument(
+        "--listen",
+        default="127.0.0.1:9400",
+        metavar="ADDR",
+        help="HOST:PORT, [IPv6]:PORT, :PORT or PORT (default: 127.0.0.1:9400); "
+        "an address beyond loopback exposes process names and users to the network",
+    )
+    export.add_argument(
+        "--interval",
+        type=_interval,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="how often the GPUs are read (default: 1); scrapes show the latest reading",
+    )
+
+
+def _run_export(args: argparse.Namespace, spec: str, parser: argparse.ArgumentParser) -> int:
+    try:
+        from gputui import export
+    except ModuleNotFoundError as exc:
+        if exc.name != "prometheus_client":
+            raise
+        print(
+            "gputui: export needs prometheus-client: pip install 'gputui[export]'", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        listen = export.parse_listen(args.listen)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return export.run_export(spec, seed=args.seed, listen=listen, interval=args.interval)
 
 
 def _gpu_count(text: str) -> int:
@@ -164,8 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(list_rules())
         return EXIT_OK
-    spec = _backend_spec(args, parser)
+    spec = _replay_spec(args, parser, _backend_spec(args, parser))
     try:
+        if args.command == "record":
+            return run_record(args, spec, parser)
+        if args.command == "snapshot" and spec.startswith("replay:"):
+            return run_replay_snapshot(spec, at=args.at, as_json=args.json)
         if args.command == "check":
             from gputui.check import run_check
 
@@ -182,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_snapshot(spec, seed=args.seed, as_json=args.json)
         if args.command == "topo":
             return run_topo(spec, seed=args.seed, as_json=args.json)
+        if args.command == "export":
+            return _run_export(args, spec, parser)
         return run_tui(
             spec,
             seed=args.seed,
@@ -230,9 +281,13 @@ def _open_sampler(
     pre_job: bool = False,
 ):
     """Open the backend and wrap it in a Sampler that evaluates the health rules after each
-    reading; on failure print why and return None."""
+    reading; on failure print why and return None. A ``replay:PATH`` spec gets a replay sampler
+    (replay clock, recorded findings; see :func:`gputui.backends.replay.replay_sampler`)."""
     from gputui.backends import NoBackend, open_backend
     from gputui.sampler import Sampler
+
+    if spec.startswith("replay:"):
+        return _open_replay_sampler(spec, interval=interval)
 
     try:
         backend, node = open_backend(spec, seed=seed)
@@ -323,6 +378,244 @@ def run_tui(spec: str, *, seed: int, interval: float, readonly: bool, light: boo
     finally:
         sampler.close()
     return app.return_code or EXIT_OK
+
+
+# -- recording and replay (gputui record, --replay; see gputui.record) -----------------------------
+
+
+def _add_record_parsers(
+    parser: argparse.ArgumentParser,
+    commands,
+    *,
+    snapshot: argparse.ArgumentParser,
+    check: argparse.ArgumentParser,
+    topo: argparse.ArgumentParser,
+) -> None:
+    """``gputui record FILE`` and ``--replay FILE`` (top level, snapshot, check, topo)."""
+    replay_help = "play back a recording made by `gputui record` instead of reading GPUs"
+    parser.add_argument("--replay", metavar="FILE", default=None, help=replay_help)
+    for sub in (snapshot, check, topo):
+        sub.add_argument("--replay", metavar="FILE", default=argparse.SUPPRESS, help=replay_help)
+    snapshot.add_argument(
+        "--at",
+        type=_at_time,
+        metavar="TIME",
+        help="with --replay: the reading at TIME: seconds from the start (90, 1m30s), a clock "
+        "time on the recording's first day (14:05:00) or an ISO timestamp (default: the last)",
+    )
+    record = commands.add_parser(
+        "record",
+        help="record readings (with health findings and events) to a file for --replay",
+        description="Record readings, with their health findings and events, as JSON lines "
+        "(gzip-compressed when FILE ends in .gz, e.g. node.jsonl.gz) until --duration or "
+        "Ctrl-C. Play back with `gputui --replay FILE`. See docs/recording.md.",
+    )
+    _add_common(record, suppress=True)
+    record.add_argument("file", metavar="FILE", help="where to write, e.g. node.jsonl.gz")
+    record.add_argument(
+        "--interval",
+        type=_interval,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="seconds between readings (default: 1)",
+    )
+    record.add_argument(
+        "--duration",
+        type=_duration,
+        metavar="DURATION",
+        help="stop after this long: 30s, 10m, 1h, 1h30m or seconds (default: until Ctrl-C)",
+    )
+    record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+
+
+def _duration(text: str) -> float:
+    from gputui.record import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("the duration must be more than 0 seconds")
+    return value
+
+
+def _at_time(text: str) -> tuple[str, object, str]:
+    """``--at``: ("offset", seconds), ("clock", (h, m, s)) or ("iso", datetime), checked now and
+    resolved against the recording later (:func:`resolve_at`)."""
+    import datetime as dt
+    import re
+
+    from gputui.record import parse_duration
+
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?\s*", text)
+    if match:
+        h, m, sec = int(match.group(1)), int(match.group(2)), float(match.group(3) or 0)
+        if h > 23 or m > 59 or sec >= 60:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a clock time (HH:MM:SS)")
+        return ("clock", (h, m, sec), text)
+    try:
+        return ("offset", parse_duration(text), text)
+    except ValueError:
+        pass
+    try:
+        return ("iso", dt.datetime.fromisoformat(text.strip()), text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: give seconds from the start (90, 1m30s), a clock time "
+            "(14:05:00) or an ISO timestamp (2024-05-01T14:05:00)"
+        ) from None
+
+
+def resolve_at(at: tuple[str, object, str], start: float, end: float) -> float:
+    """The recorded timestamp ``--at`` names; ValueError when it lies outside the recording."""
+    import datetime as dt
+
+    kind, value, text = at
+    if kind == "offset":
+        ts = start + float(value)  # type: ignore[arg-type]
+    elif kind == "clock":
+        h, m, sec = value  # type: ignore[misc]
+        day = dt.datetime.fromtimestamp(start).replace(hour=0, minute=0, second=0, microsecond=0)
+        ts = (day + dt.timedelta(hours=h, minutes=m, seconds=sec)).timestamp()
+        if ts < start - 0.5:  # a recording across midnight: the time on the next day
+            ts = (day + dt.timedelta(days=1, hours=h, minutes=m, seconds=sec)).timestamp()
+    else:
+        ts = value.timestamp()  # type: ignore[attr-defined]  (naive: local time)
+    if not start - 0.5 <= ts <= end + 0.5:
+        from gputui.format import fmt_duration
+
+        raise ValueError(
+            f"--at {text}: not in the recording, which runs from {_fmt_time(start)} to "
+            f"{_fmt_time(end)} ({fmt_duration(end - start)})"
+        )
+    return min(max(ts, start), end)
+
+
+def _fmt_time(ts: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+def _replay_spec(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: str) -> str:
+    """``--replay FILE`` as the backend spec ``replay:FILE``."""
+    replay = getattr(args, "replay", None)
+    if getattr(args, "at", None) is not None and replay is None and not spec.startswith("replay:"):
+        parser.error("--at needs --replay FILE")
+    if replay is None:
+        return spec
+    if args.demo or args.backend != "auto":
+        parser.error("--replay cannot be combined with --demo or --backend")
+    return "replay:" + replay
+
+
+def _open_replay_sampler(spec: str, *, interval: float):
+    from gputui.backends.base import BackendUnavailable
+    from gputui.backends.replay import ReplayBackend, replay_sampler
+
+    backend = ReplayBackend(spec.partition(":")[2])
+    try:
+        node = backend.open()
+    except BackendUnavailable as exc:
+        print(f"gputui: cannot replay: {exc}", file=sys.stderr)
+        return None
+    return replay_sampler(backend, node, interval=interval)
+
+
+def run_replay_snapshot(spec: str, *, at, as_json: bool) -> int:
+    """``gputui snapshot --replay FILE [--at TIME]``: the recorded reading at TIME."""
+    from gputui.record import RecordingError
+
+    sampler = _open_replay_sampler(spec, interval=1.0)
+    if sampler is None:
+        return EXIT_USAGE
+    backend = sampler.backend
+    try:
+        backend.set_paused(True)
+        try:
+            ts = backend.end if at is None else resolve_at(at, backend.start, backend.end)
+        except ValueError as exc:
+            print(f"gputui snapshot: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        backend.seek(ts)
+        try:
+            snapshot = sampler.poll()
+        except RecordingError as exc:
+            print(f"gputui: cannot replay: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    finally:
+        sampler.close()
+    if as_json:
+        print(snapshot.to_json(indent=2))
+    else:
+        from gputui.report import render_snapshot
+
+        print(render_snapshot(snapshot))
+    return EXIT_OK
+
+
+def run_record(args: argparse.Namespace, spec: str, parser: argparse.ArgumentParser) -> int:
+    """``gputui record FILE``: readings with findings and events until --duration or Ctrl-C.
+    Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
+    writing failed part-way (what was written is still a readable recording)."""
+    import threading
+
+    from gputui.record import Recorder, fmt_size
+
+    if spec.startswith("replay:"):
+        parser.error("record reads GPUs (or --demo); it cannot record a replay")
+    path = args.file
+    if os.path.exists(path) and os.path.getsize(path) > 0 and not args.force:
+        print(f"gputui record: {path} exists (use --force to overwrite it)", file=sys.stderr)
+        return EXIT_USAGE
+    sampler = _open_sampler(spec, seed=args.seed, interval=args.interval)
+    if sampler is None:
+        return EXIT_NO_GPU
+    try:
+        recorder = Recorder(path, node=sampler.node)
+    except OSError as exc:
+        sampler.close()
+        print(f"gputui record: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    failed: list[BaseException] = []
+    done = threading.Event()
+
+    def write(snapshot) -> None:
+        try:
+            recorder.write(snapshot)
+        except (OSError, ValueError) as exc:  # a full disk: stop, keep what was written
+            failed.append(exc)
+            done.set()
+
+    sampler.add_listener(write)
+    node = sampler.node
+    until = f" for {args.duration:g} s" if args.duration else " until Ctrl-C"
+    print(
+        f"gputui: recording {node.hostname} ({len(node.gpus)} GPUs, {sampler.backend.name}) "
+        f"every {args.interval:g} s to {path}{until}",
+        file=sys.stderr,
+        flush=True,
+    )
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    try:
+        sampler.start(lambda snapshot: None)
+        while not done.is_set():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            done.wait(0.5 if left is None else min(left, 0.5))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sampler.close()
+        recorder.close()
+    size = os.path.getsize(path)
+    print(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")
+    if failed:
+        print(f"gputui record: writing {path} failed: {failed[0]}", file=sys.stderr)
+        return 1
+    return EXIT_OK
 
 
 if __name__ == "__main__":

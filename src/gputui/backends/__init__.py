@@ -1,4 +1,5 @@
-"""Backend selection: ``auto`` tries NVML, then AMD-SMI; ``sim[:SCENARIO]`` is the simulated node.
+"""Backend selection: ``auto`` tries NVML, then AMD-SMI; ``sim[:SCENARIO]`` is the simulated node;
+``replay:PATH`` plays back a recording (see :mod:`gputui.record`).
 
 Vendor modules are imported only when chosen, so start-up stays fast and a missing optional
 library costs nothing until it is asked for.
@@ -10,7 +11,7 @@ from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import NodeInfo
 
 DEFAULT_SIM_SCENARIO = "dgx-h100"
-BACKEND_CHOICES = ("auto", "nvml", "amd", "sim", "sim:SCENARIO")
+BACKEND_CHOICES = ("auto", "nvml", "amd", "sim", "sim:SCENARIO", "replay:PATH")
 
 
 class NoBackend(Exception):
@@ -25,6 +26,12 @@ def create_backend(spec: str, *, seed: int = 0) -> Backend:
     """A backend object for ``spec`` (not yet opened). Raises ValueError for an unknown spec."""
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
+    if kind == "replay":
+        if not arg:
+            raise ValueError("replay:PATH needs the path of a recording")
+        from gputui.backends.replay import ReplayBackend
+
+        return ReplayBackend(arg)
     if kind == "nvml" and not arg:
         from gputui.backends.nvml import NvmlBackend
 

@@ -4,6 +4,10 @@ Data flow: the sampler's thread calls ``post_message(SnapshotReady(...))`` (thre
 blocks, replaceable so a backlog collapses to the newest); :meth:`GpuTuiApp.on_snapshot_ready`
 hands the snapshot to the visible screen. The UI thread never calls a backend, except through
 :meth:`send_signal`, which runs in a thread worker.
+
+Recording (key R) attaches a :class:`~gputui.tui.recording.RecordingSession` to the sampler as a
+listener. Replay mode (the sampler reads a ``ReplayBackend``) swaps the display pause for the
+replay's play/pause on space, adds seek and speed keys, and disables signals and recording.
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Input
 
 from gputui.format import finding_text, fmt_interval
 from gputui.model import SEVERITY_ORDER, ProcessSample, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.commands import GpuCommands
 from gputui.tui.health_view import NOTIFY_SEVERITY, finding_key, sorted_findings, where
-from gputui.tui.messages import SamplerFailed, SignalSent, SnapshotReady
+from gputui.tui.messages import RecordingFailed, SamplerFailed, SignalSent, SnapshotReady
+from gputui.tui.recording import RecordingSession, default_record_path
+from gputui.tui.replay import SPEED_MAX, SPEED_MIN, ReplayStatus, fmt_speed, replay_backend
 from gputui.tui.screens.dashboard import DashboardScreen
 
 INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -30,6 +37,9 @@ MAX_FINDING_TOASTS = 3
 """New findings in one reading beyond this many are summed up in one notification."""
 LIGHT_THEME = "textual-light"
 DARK_THEME = "textual-dark"
+REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
+"""Bound to cursor keys (with priority, over the process table's): only on the dashboard, and
+never while typing in the filter."""
 
 
 class GpuTuiApp(App[None]):
@@ -50,6 +60,31 @@ class GpuTuiApp(App[None]):
         Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
         Binding("minus", "faster", "Interval −", id="interval.down"),
         Binding("r", "refresh_now", "Refresh", id="refresh"),
+        Binding("R", "toggle_record", "Record", id="record"),
+        # Replay mode only (see check_action).
+        Binding("space", "replay_play", "Play/Pause", id="replay.play"),
+        Binding("left", "replay_seek(-10)", "−10s", id="replay.back", priority=True),
+        Binding("right", "replay_seek(10)", "+10s", id="replay.forward", priority=True),
+        Binding(
+            "shift+left,left_square_bracket",
+            "replay_seek(-60)",
+            "−1m",
+            show=False,
+            id="replay.back_long",
+            priority=True,
+        ),
+        Binding(
+            "shift+right,right_square_bracket",
+            "replay_seek(60)",
+            "+1m",
+            show=False,
+            id="replay.forward_long",
+            priority=True,
+        ),
+        Binding("home", "replay_start", "Start", show=False, id="replay.start", priority=True),
+        Binding("end", "replay_end", "End", show=False, id="replay.end", priority=True),
+        Binding("less_than_sign,comma", "replay_speed(0.5)", "Slower", id="replay.slower"),
+        Binding("greater_than_sign,full_stop", "replay_speed(2)", "Faster", id="replay.faster"),
     ]
 
     def __init__(
@@ -59,10 +94,19 @@ class GpuTuiApp(App[None]):
         readonly: bool = False,
         theme: str | None = None,
         start_sampler: bool = True,
+        record_dir: Path | str | None = None,
     ) -> None:
+        """``record_dir``: where key R writes recordings (default: the current directory)."""
         super().__init__()
         self.sampler = sampler
+        self.replay = replay_backend(sampler.backend)
+        """The ``ReplayBackend`` when replaying a recording, else None."""
+        # A recording cannot be signalled: replay is always read-only.
+        readonly = readonly or self.replay is not None
         self.readonly = readonly
+        self.record_dir = Path(record_dir) if record_dir is not None else Path(".")
+        self.recording: RecordingSession | None = None
+        self._replay_ended = False
         self.start_sampler = start_sampler
         self.paused = False
         self.latest: Snapshot | None = sampler.latest
@@ -91,6 +135,8 @@ class GpuTuiApp(App[None]):
 
     def on_mount(self) -> None:
         self.dashboard.show_interval(self.sampler.interval)
+        if self.replay is not None:
+            self.show_replay_status()
         if self.latest is not None:
             # After the first refresh, when every widget (the process table too) is mounted.
             self.call_after_refresh(self._show_latest)
@@ -108,12 +154,17 @@ class GpuTuiApp(App[None]):
     def on_unmount(self) -> None:
         if self.start_sampler:
             self.sampler.stop(timeout=1.0)
+        if self.recording is not None:
+            self.stop_recording(quiet=True)
 
     # -- snapshots ---------------------------------------------------------------------------------
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.latest = message.snapshot
         self.notify_findings(message.snapshot)  # even while paused: a finding is never silent
+        if self.replay is not None:
+            self._check_replay_end()
+            self.show_replay_status()
         if self.paused:
             return  # still collected (history), just not drawn
         self._show(message.snapshot)
@@ -260,6 +311,148 @@ class GpuTuiApp(App[None]):
 
     def action_select_gpu(self, index: int | None) -> None:
         self.dashboard.select_gpu(index)
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def action_toggle_record(self) -> None:
+        if self.replay is not None:
+            return
+        if self.recording is None:
+            self.start_recording()
+        else:
+            self.stop_recording()
+
+    def start_recording(self) -> None:
+        """Write every reading from now on to a new file in :attr:`record_dir`."""
+        if self.recording is not None or self.replay is not None:
+            return
+        node = self.dashboard.node
+        path = default_record_path(node.hostname, self.record_dir)
+        try:
+            session = RecordingSession(path, node=node, on_error=self._post_recording_error)
+        except Exception as exc:  # unwritable directory, no such directory, ...
+            self.notify(f"could not record to {path}: {exc}", title="record", severity="error")
+            return
+        self.recording = session
+        self.sampler.add_listener(session.write)
+        self.dashboard.show_recording(True)
+        self.notify(f"recording to {path}", title="record", timeout=4)
+
+    def stop_recording(self, *, quiet: bool = False) -> None:
+        """Detach the recorder and close its file."""
+        session = self.recording
+        if session is None:
+            return
+        self.recording = None
+        self.sampler.remove_listener(session.write)
+        error = session.close()
+        if quiet:
+            return
+        self.dashboard.show_recording(False)
+        if error is not None:
+            self.notify(f"closing {session.path} failed: {error}", title="record", severity="error")
+        else:
+            self.notify(
+                f"recorded {session.count} reading{'s' if session.count != 1 else ''} "
+                f"to {session.path}",
+                title="record",
+                timeout=6,
+            )
+
+    def _post_recording_error(self, error: BaseException) -> None:
+        self.post_message(RecordingFailed(error))  # from the polling thread
+
+    def on_recording_failed(self, message: RecordingFailed) -> None:
+        session = self.recording
+        if session is None:
+            return
+        self.notify(
+            f"recording to {session.path} stopped: {message.error}",
+            title="record",
+            severity="error",
+            timeout=10,
+        )
+        self.stop_recording(quiet=True)
+        self.dashboard.show_recording(False)
+
+    # -- replay ------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Replay keys only in replay mode; recording and the display pause only live."""
+        if action in ("toggle_record", "toggle_pause"):
+            return self.replay is None
+        if not action.startswith("replay_"):
+            return True
+        if self.replay is None:
+            return False
+        if action in REPLAY_SEEK_ACTIONS:
+            try:
+                return self.screen is self.dashboard and not isinstance(self.focused, Input)
+            except Exception:  # no screen yet
+                return False
+        return True
+
+    def show_replay_status(self) -> None:
+        if self.replay is not None:
+            self.dashboard.show_replay(ReplayStatus.of(self.replay))
+
+    def _check_replay_end(self) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        if not replay.at_end:
+            self._replay_ended = False
+            return
+        if not self._replay_ended:
+            self._replay_ended = True
+            replay.set_paused(True)
+            self.notify("end of recording", title="replay", timeout=4)
+
+    def action_replay_play(self) -> None:
+        """Play or pause the replay (space; the display pause of a live session)."""
+        replay = self.replay
+        if replay is None:
+            return
+        if replay.paused and replay.at_end:  # play at the end: from the start again
+            self._seek(replay.start)
+        replay.set_paused(not replay.paused)
+        self.show_replay_status()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        replay.seek_relative(float(seconds))
+        self._after_seek()
+
+    def action_replay_start(self) -> None:
+        if self.replay is not None:
+            self._seek(self.replay.start)
+
+    def action_replay_end(self) -> None:
+        if self.replay is not None:
+            self._seek(self.replay.end)
+
+    def _seek(self, timestamp: float) -> None:
+        assert self.replay is not None
+        self.replay.seek(timestamp)
+        self._after_seek()
+
+    def _after_seek(self) -> None:
+        """Plots restart from the new position: history rebuilds as the replay plays."""
+        self._replay_ended = False
+        self.sampler.history.clear()
+        self.sampler.refresh_now()
+        self.show_replay_status()
+
+    def action_replay_speed(self, factor: float) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        speed = min(max(replay.speed * float(factor), SPEED_MIN), SPEED_MAX)
+        replay.set_speed(speed)
+        self.show_replay_status()
+        self.notify(f"replay speed {fmt_speed(replay.speed)}", title="replay", timeout=2)
 
     # -- signals -----------------------------------------------------------------------------------
 

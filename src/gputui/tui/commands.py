@@ -1,5 +1,6 @@
 """Command palette (ctrl+p) entries for gputui: show one GPU, show all, pause, interval presets,
-refresh, health findings, topology, help, light/dark theme, quit."""
+refresh, start/stop recording (live) or the replay controls (replay), health findings, topology,
+help, light/dark theme, quit."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
             partial(app.action_select_gpu, info.index),
         )
     yield ("Show all GPUs", "List the processes of every GPU", partial(app.action_select_gpu, None))
-    if app.paused:
+    replay = app.replay
+    if replay is not None:
+        yield from _replay_commands(app)
+    elif app.paused:
         yield ("Resume display", "Show new readings again", app.action_toggle_pause)
     else:
         yield (
@@ -44,6 +48,15 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
             partial(app.change_interval, seconds),
         )
     yield ("Refresh now", "Take a reading now", app.action_refresh_now)
+    if replay is None:
+        if app.recording is None:
+            yield (
+                "Start recording",
+                f"Write every reading to a new file in {app.record_dir}",
+                app.action_toggle_record,
+            )
+        else:
+            yield ("Stop recording", f"Close {app.recording.path}", app.action_toggle_record)
     yield (
         "Show health findings",
         "Every health finding with its hint; acknowledge cleared ones",
@@ -61,6 +74,33 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
         app.action_toggle_dark,
     )
     yield ("Quit gputui", "Leave gputui", app.action_quit)
+
+
+def _replay_commands(app: GpuTuiApp) -> Iterator[Command]:
+    from gputui.tui.replay import SEEK_LONG_S, SEEK_SHORT_S
+
+    replay = app.replay
+    playing = not replay.paused
+    yield (
+        "Pause replay" if playing else "Play replay",
+        "Stop the recording's clock" if playing else "Run the recording's clock again",
+        app.action_replay_play,
+    )
+    for seconds, words in (
+        (-SEEK_SHORT_S, "back 10 s"),
+        (SEEK_SHORT_S, "forward 10 s"),
+        (-SEEK_LONG_S, "back 1 min"),
+        (SEEK_LONG_S, "forward 1 min"),
+    ):
+        yield (
+            f"Replay {words}",
+            "Seek; the history plots rebuild as the replay plays",
+            partial(app.action_replay_seek, seconds),
+        )
+    yield ("Replay from the start", "Seek to the first reading", app.action_replay_start)
+    yield ("Replay: go to the end", "Seek to the last reading", app.action_replay_end)
+    yield ("Replay slower", "Half the replay speed", partial(app.action_replay_speed, 0.5))
+    yield ("Replay faster", "Double the replay speed", partial(app.action_replay_speed, 2))
 
 
 class GpuCommands(Provider):

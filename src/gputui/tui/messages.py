@@ -48,4 +48,12 @@ class SignalSent(Message):
         self.error = error
 
 
-__all__ = ["SamplerFailed", "SignalSent", "SnapshotReady"]
+class RecordingFailed(Message):
+    """Writing the recording failed (from the polling thread); the app stops the recording."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
+__all__ = ["RecordingFailed", "SamplerFailed", "SignalSent", "SnapshotReady"]

@@ -22,6 +22,7 @@ from textual.widgets import Footer, Input, Static
 from gputui.history import History
 from gputui.model import NodeInfo, ProcessSample, Snapshot
 from gputui.tui.health_view import gpu_badge_severity, node_summary
+from gputui.tui.replay import ReplayStatus
 from gputui.tui.widgets.findings_strip import FindingsStrip
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.host_strip import HostStrip
@@ -221,6 +222,12 @@ class DashboardScreen(Screen[None]):
 
     def show_interval(self, interval: float) -> None:
         self.title_bar.set_state(interval=interval)
+
+    def show_recording(self, recording: bool) -> None:
+        self.title_bar.set_state(recording=recording)
+
+    def show_replay(self, status: ReplayStatus) -> None:
+        self.title_bar.set_state(replay=status)
 
     # -- GPU selection and filters -----------------------------------------------------------------
 

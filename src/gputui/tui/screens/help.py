@@ -16,7 +16,9 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
     (
         "Title bar",
         "host name, backend, driver and CUDA/ROCm version, GPU count, the reading interval and the "
-        "time of the last reading; PAUSED while the display is paused.",
+        "time of the last reading; PAUSED while the display is paused; ● REC while recording; "
+        "in a replay, REPLAY with the position, the recording's length, the speed and ▶ playing "
+        "or paused.",
     ),
     (
         "GPU panels",
@@ -52,6 +54,16 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "t, q or Esc closes it.",
     ),
     (
+        "Record and replay",
+        "R starts recording every reading to gputui-HOST-DATE-TIME.jsonl.gz in the current "
+        "directory and R again stops it (not in a replay). gputui --replay FILE opens the "
+        "dashboard on a recording: space plays or pauses the replay (instead of pausing the "
+        "display), ← → seek 10 s, shift+← shift+→ or [ ] a minute, home/end jump to the start "
+        "or the end, < > (or , .) halve or double the speed (×0.25 to ×64). After a seek the "
+        "history plots start empty and rebuild as the replay plays. At the end of the recording "
+        "the replay pauses; space plays it again from the start. Signals are disabled.",
+    ),
+    (
         "Host strip",
         "CPU use (with a per-core summary when it fits), RAM used/total, swap, load average and "
         "uptime.",
@@ -72,7 +84,31 @@ KEY_NAMES = {
     "space": "space",
     "escape": "esc",
     "enter": "enter",
+    "left": "←",
+    "right": "→",
+    "shift+left": "shift+←",
+    "shift+right": "shift+→",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+    "comma": ",",
+    "full_stop": ".",
 }
+
+HELP_DESCRIPTIONS = {
+    "replay.play": "Play/pause the replay",
+    "replay.back": "Replay: back 10 s",
+    "replay.forward": "Replay: forward 10 s",
+    "replay.back_long": "Replay: back 1 min",
+    "replay.forward_long": "Replay: forward 1 min",
+    "replay.start": "Replay: go to the start",
+    "replay.end": "Replay: go to the end",
+    "replay.slower": "Replay: half the speed",
+    "replay.faster": "Replay: double the speed",
+    "record": "Start/stop recording to a file",
+}
+"""Longer words than the footer's, by binding id."""
 
 
 def _key_text(keys: str) -> str:
@@ -89,9 +125,11 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
         if binding.action.startswith("select_gpu(") and key.isdigit():
             digits.append(key)
             continue
-        if not (binding.show or (binding.id or "").startswith(("gpu.", "clear"))):
+        if not (binding.show or (binding.id or "").startswith(("gpu.", "clear", "replay."))):
             continue
-        description = binding.description or binding.action.replace("_", " ")
+        description = HELP_DESCRIPTIONS.get(binding.id or "") or (
+            binding.description or binding.action.replace("_", " ")
+        )
         keys, _ = rows.setdefault(binding.action, ([], description))
         keys.append(_key_text(key))
     out = []
@@ -103,7 +141,11 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
         out.append((" ".join(dict.fromkeys(keys)), description))
     out.append(("enter", "Process details (on a table row)"))
     out.append(
-        ("ctrl+p", "Command palette: GPU, pause, interval, health, topology, theme, help, quit")
+        (
+            "ctrl+p",
+            "Command palette: GPU, pause, interval, record, replay, health, topology, theme, help, "
+            "quit",
+        )
     )
     out.append(("mouse", "Click a GPU panel to select it, a column header to sort"))
     return out

@@ -1,12 +1,15 @@
 """The one-line title bar: gputui, host, backend, driver/runtime, GPU count, the time of the last
 reading (from the snapshot, never from the wall clock), the node's health ("✔ healthy",
-"▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge. No clock animation:
-it changes only when a reading arrives."""
+"▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge; "● REC" while the session is recorded; in
+replay mode "REPLAY 00:12:34 / 01:00:00 ×4 ▶" (position, length, speed, playing or paused)
+instead of the interval. No clock animation: it changes only when a reading arrives or a key
+changes it."""
 
 from __future__ import annotations
 
 from gputui.format import fmt_clock, fmt_interval, sanitize
 from gputui.model import NodeInfo
+from gputui.tui.replay import ReplayStatus, fmt_hms, fmt_speed
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     BAD,
@@ -46,6 +49,9 @@ class TitleBar(LineWidget):
         self.note = ""
         self.health: tuple[str, str] | None = None
         """``(text, severity)`` of the node's health badge; None: not shown."""
+        self.recording = False
+        self.replay: ReplayStatus | None = None
+        """Replay position and state; None: a live session."""
 
     def set_state(
         self,
@@ -56,6 +62,8 @@ class TitleBar(LineWidget):
         gpu_filter: int | str | None = "",
         note: str | None = None,
         health: tuple[str, str] | str | None = "",
+        recording: bool | None = None,
+        replay: ReplayStatus | None = None,
     ) -> None:
         """Change what the bar shows (arguments left out keep their value)."""
         if timestamp is not None:
@@ -70,6 +78,10 @@ class TitleBar(LineWidget):
             self.note = note
         if health != "":
             self.health = health  # type: ignore[assignment]
+        if recording is not None:
+            self.recording = recording
+        if replay is not None:
+            self.replay = replay
         self.rebuild()
 
     def build_lines(self, width: int, height: int) -> list[Line]:
@@ -96,7 +108,19 @@ class TitleBar(LineWidget):
             right.add(f"GPU {self.gpu_filter} only", WARN).add("  ")
         if self.paused:
             right.add(" PAUSED ", PAUSED).add("  ")
-        if self.interval is not None:
+        if self.recording:
+            right.add("● REC", BAD).add("  ")
+        replay = self.replay
+        if replay is not None:
+            right.add("REPLAY ", ACCENT).add(fmt_hms(replay.position_s), VALUE)
+            right.add(" / ", DIM).add(fmt_hms(replay.duration_s), LABEL)
+            right.add(f" {fmt_speed(replay.speed)} ", VALUE)
+            if replay.at_end:
+                right.add("end", WARN)
+            else:
+                right.add("paused" if replay.paused else "▶", WARN if replay.paused else OK)
+            right.add("  ")
+        elif self.interval is not None:
             right.add("every ", LABEL).add(fmt_interval(self.interval), VALUE).add("  ")
         right.add(
             fmt_clock(self.timestamp) if self.timestamp else "--:--:--",

@@ -1,0 +1,575 @@
+"""Session recordings: snapshots (with their findings and events) as JSON lines, optionally gzip.
+
+File format (``docs/recording.md``)::
+
+    {"type": "gputui-recording", "version": 1, "schema_version": 1, "gputui_version": "0.1.0",
+     "started": 1700000000.0, "node": {NodeInfo}}                     <- line 1, the header
+    {"type": "snapshot", "timestamp": 1700000000.0, "gpus": [...], ...} <- one line per reading
+
+A snapshot line is :meth:`Snapshot.to_dict` without ``node`` (it is in the header) and without
+``schema_version`` (also in the header), with every field that equals its default omitted (``null``
+values, ``false`` flags, empty lists whose default is empty, ``"driver"`` sources ...). Reading
+restores the defaults, so a recording is lossless: each snapshot read back equals the one written.
+
+A name ending in ``.gz`` is written gzip-compressed; each line is flushed (for gzip a
+``Z_SYNC_FLUSH``), so a reader sees every complete line of a recording that is still being written.
+Readers detect gzip by its magic bytes, not by the name.
+
+Errors name the line: :class:`RecordingError` has ``.line``. A last line without its newline (a
+recording being written, or one cut short) and a gzip stream that ends early are not errors:
+reading stops after the last complete line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import re
+import threading
+import types
+import typing
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from gputui import __version__
+from gputui.model import SCHEMA_VERSION, NodeInfo, Snapshot, from_jsonable, to_jsonable
+
+RECORDING_TYPE = "gputui-recording"
+FORMAT_VERSION = 1
+"""Version of the line format (header and line types); independent of the snapshot schema."""
+DEFAULT_SUFFIX = ".jsonl.gz"
+CHUNK_BYTES = 1 << 20
+MAX_LINE_BYTES = 256 << 20
+"""A "line" longer than this is not a recording line (a binary file, a runaway writer)."""
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class RecordingError(ValueError):
+    """A file that is not a readable recording. ``line`` is the 1-based line at fault."""
+
+    def __init__(self, line: int, message: str, path: str | None = None) -> None:
+        self.line = line
+        self.reason = message
+        self.path = path
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}line {line}: {message}")
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_NO_DEFAULT = object()
+
+
+def _field_defaults(tp: type) -> tuple[tuple[str, Any], ...]:
+    if tp not in _DEFAULTS:
+        _DEFAULTS[tp] = tuple(
+            (f.name, f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT)
+            for f in dataclasses.fields(tp)
+        )
+    return _DEFAULTS[tp]
+
+
+def compact(value: Any) -> Any:
+    """Like :func:`~gputui.model.to_jsonable`, leaving out every dataclass field that equals its
+    default (same type and value), which :func:`~gputui.model.from_jsonable` restores."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for name, default in _field_defaults(type(value)):
+            v = getattr(value, name)
+            if default is not _NO_DEFAULT and (
+                v is default or (type(v) is type(default) and v == default)
+            ):
+                continue
+            out[name] = compact(v)
+        return out
+    if isinstance(value, (frozenset, set)):
+        return sorted(value)
+    if isinstance(value, (tuple, list)):
+        return [compact(v) for v in value]
+    return value
+
+
+def snapshot_line(snapshot: Snapshot) -> str:
+    """One recording line (without the newline) for ``snapshot``."""
+    data: dict[str, Any] = {"type": "snapshot"}
+    data.update(compact(snapshot))
+    data.pop("node", None)
+    data.pop("schema_version", None)
+    return json.dumps(data, separators=(",", ":"), allow_nan=True)
+
+
+def header_line(node: NodeInfo, started: float) -> str:
+    header = {
+        "type": RECORDING_TYPE,
+        "version": FORMAT_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "gputui_version": __version__,
+        "started": started,
+        "node": to_jsonable(node),
+    }
+    return json.dumps(header, separators=(",", ":"))
+
+
+class Recorder:
+    """Writes snapshots to ``path`` (gzip when it ends in ``.gz``), one flushed line each.
+
+    The header is written with the first snapshot (its node), or at once when ``node`` is given.
+    The node is static: a later snapshot's node is not compared with the header's (a backend's
+    node does not change while it is open). Thread-safe: :meth:`write` may be a sampler listener
+    (polling thread) while another thread calls :meth:`close`. Raises OSError when the file cannot
+    be created or written."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        node: NodeInfo | None = None,
+        started: float | None = None,
+        compress: bool | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.compressed = self.path.endswith(".gz") if compress is None else compress
+        self._raw: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        self._out: IO[bytes] = (
+            gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+            if self.compressed
+            else self._raw
+        )
+        self._lock = threading.Lock()
+        self._header_written = False
+        self.count = 0
+        """Snapshots written."""
+        self.closed = False
+        if node is not None:
+            import time
+
+            self._write_line(header_line(node, time.time() if started is None else started))
+            self._header_written = True
+
+    def _write_line(self, line: str) -> None:
+        self._out.write(line.encode("utf-8") + b"\n")
+        self._out.flush()  # GzipFile.flush(): Z_SYNC_FLUSH, then the file's flush
+
+    def write(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            if not self._header_written:
+                self._write_line(header_line(snapshot.node, snapshot.timestamp))
+                self._header_written = True
+            self._write_line(snapshot_line(snapshot))
+            self.count += 1
+
+    __call__ = write  # usable as ``sampler.add_listener(recorder)``
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes on disk so far (compressed size for gzip)."""
+        with self._lock:
+            if self.closed:
+                return os.path.getsize(self.path)
+            return self._raw.tell()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                if self._out is not self._raw:
+                    self._out.close()
+            finally:
+                self._raw.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+
+class LineSource:
+    """The complete lines of a file, plain or gzip, read incrementally: each :meth:`lines` call
+    yields the lines completed since the last call, so a file still being written can be followed.
+    Text after the last newline is held back (``pending``) until its newline arrives."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.offset = 0
+        """Bytes of the file consumed so far."""
+        self.lineno = 0
+        """Complete lines yielded so far."""
+        self.pending = b""
+        self.gzip: bool | None = None
+        self._head = b""
+        self._z: Any = None
+        self.track_chunks = False
+        self.chunk_state: tuple[Any, ...] | None = None
+
+    def state(self) -> tuple[Any, ...]:
+        """Where this source stands, for :meth:`restore` (cheap: no file data beyond a partial
+        line and, for gzip, the decompressor's state)."""
+        z = self._z.copy() if self._z is not None else None
+        return (self.offset, self.gzip, self._head, z, self.pending, self.lineno)
+
+    @classmethod
+    def restore(cls, path: str, state: tuple[Any, ...]) -> LineSource:
+        """A source that continues from ``state`` (taken by :meth:`state` on the same file)."""
+        source = cls(path)
+        offset, source.gzip, source._head, z, source.pending, source.lineno = state
+        source.offset = offset
+        source._z = z.copy() if z is not None else None
+        return source
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, line without its newline) for each new complete line. Before each chunk
+        is read, ``chunk_state`` is set to :meth:`state`, from which the lines completed in that
+        chunk can be read again (see :meth:`restore`)."""
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            while True:
+                self.chunk_state = self.state() if self.track_chunks else None
+                raw = f.read(CHUNK_BYTES)
+                if not raw:
+                    return
+                self.offset += len(raw)
+                data = self._decode(raw)
+                if not data:
+                    continue
+                buf = self.pending + data
+                parts = buf.split(b"\n")
+                self.pending = parts.pop()
+                for part in parts:
+                    self.lineno += 1
+                    yield self.lineno, part
+                if len(self.pending) > MAX_LINE_BYTES or (
+                    self.lineno == 0 and len(self.pending) > CHUNK_BYTES
+                ):
+                    raise RecordingError(self.lineno + 1, _not_recording("no line end"), self.path)
+
+    def _decode(self, raw: bytes) -> bytes:
+        if self.gzip is None:
+            self._head += raw
+            if len(self._head) < len(_GZIP_MAGIC):
+                return b""
+            self.gzip = self._head.startswith(_GZIP_MAGIC)
+            raw, self._head = self._head, b""
+        if not self.gzip:
+            return raw
+        out = []
+        while raw:
+            if self._z is None:
+                if not raw.strip(b"\0"):  # zero padding after the last member
+                    break
+                self._z = zlib.decompressobj(wbits=31)
+            try:
+                out.append(self._z.decompress(raw))
+            except zlib.error as exc:
+                raise RecordingError(
+                    self.lineno + 1, f"the gzip data is corrupt ({exc})", self.path
+                ) from None
+            if self._z.eof:  # end of a gzip member; another may follow (appended recordings)
+                raw = self._z.unused_data
+                self._z = None
+            else:
+                raw = b""
+        return b"".join(out)
+
+
+def _not_recording(why: str) -> str:
+    return f"not a gputui recording ({why})"
+
+
+@dataclass
+class Recording:
+    """A recording read back: its header, node and snapshots (in file order)."""
+
+    path: str
+    header: dict[str, Any]
+    node: NodeInfo
+    snapshots: list[Snapshot] = field(default_factory=list)
+    truncated: bool = False
+    """True when an incomplete last line was left out (a recording being written, or cut)."""
+
+    @property
+    def start(self) -> float | None:
+        return self.snapshots[0].timestamp if self.snapshots else None
+
+    @property
+    def end(self) -> float | None:
+        return self.snapshots[-1].timestamp if self.snapshots else None
+
+    @property
+    def duration_s(self) -> float:
+        if not self.snapshots:
+            return 0.0
+        return self.snapshots[-1].timestamp - self.snapshots[0].timestamp
+
+
+class RecordingReader:
+    """Reads a recording incrementally: :meth:`read_new` returns the snapshots of the lines
+    completed since the last call (the header is read by the first call). Raises
+    :class:`RecordingError` naming the line."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.source = LineSource(self.path)
+        self.header: dict[str, Any] | None = None
+        self.node: NodeInfo | None = None
+
+    def read_new(self) -> list[Snapshot]:
+        out: list[Snapshot] = []
+        for lineno, raw in self.source.lines():
+            if lineno == 1:
+                self.parse_header(raw)
+                continue
+            snapshot = self.parse_line(lineno, raw)
+            if snapshot is not None:
+                out.append(snapshot)
+        return out
+
+    @property
+    def truncated(self) -> bool:
+        """Whether text after the last complete line is being held back."""
+        return bool(self.source.pending.strip())
+
+    def finish(self) -> Snapshot | None:
+        """The held-back last line, if it happens to be a complete snapshot without its newline
+        (an edited file); None when it is a truncated line (which is not an error)."""
+        raw = self.source.pending
+        if self.header is None or not raw.strip():
+            return None
+        try:
+            snapshot = self.parse_line(self.source.lineno + 1, raw)
+        except RecordingError:
+            return None
+        if snapshot is not None:
+            self.source.pending = b""
+        return snapshot
+
+    def _json(self, lineno: int, raw: bytes) -> Any:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if lineno == 1:
+                raise RecordingError(1, _not_recording("binary data"), self.path) from None
+            raise RecordingError(lineno, "not UTF-8 text", self.path) from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            if lineno == 1:
+                raise RecordingError(1, _not_recording("not JSON"), self.path) from None
+            raise RecordingError(lineno, f"bad JSON: {exc}", self.path) from None
+
+    def parse_header(self, raw: bytes) -> None:
+        data = self._json(1, raw)
+        if not isinstance(data, dict) or data.get("type") != RECORDING_TYPE:
+            raise RecordingError(1, _not_recording(f"no {RECORDING_TYPE!r} header"), self.path)
+        version = data.get("version")
+        if version != FORMAT_VERSION:
+            raise RecordingError(
+                1,
+                f"recording format version {version!r} is not supported "
+                f"(this gputui reads version {FORMAT_VERSION})",
+                self.path,
+            )
+        schema = data.get("schema_version")
+        if schema != SCHEMA_VERSION:
+            raise RecordingError(
+                1,
+                f"snapshot schema {schema!r} is not supported (expected {SCHEMA_VERSION}); "
+                f"recorded by gputui {data.get('gputui_version', '?')}",
+                self.path,
+            )
+        node = data.get("node")
+        if not isinstance(node, dict):
+            raise RecordingError(1, "the header has no node", self.path)
+        try:
+            self.node = from_jsonable(NodeInfo, node)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise RecordingError(
+                1, f"the header's node does not fit the schema: {exc}", self.path
+            ) from None
+        self.header = data
+
+    def parse_line(self, lineno: int, raw: bytes) -> Snapshot | None:
+        if not raw.strip():
+            return None  # a blank line
+        data = self._json(lineno, raw)
+        if not isinstance(data, dict):
+            raise RecordingError(lineno, "a line must be a JSON object", self.path)
+        kind = data.pop("type", None)
+        if kind != "snapshot":
+            if isinstance(kind, str):
+                return None  # a line type from a later gputui: skipped
+            raise RecordingError(lineno, "a line without a 'type'", self.path)
+        try:
+            return decode_snapshot(data, self.node)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise RecordingError(
+                lineno, f"the snapshot does not fit the schema: {exc}", self.path
+            ) from None
+
+
+_TIMESTAMP_PREFIX = re.compile(rb'^\{"type":"snapshot","timestamp":(-?[0-9][0-9.eE+-]*)[,}]')
+
+
+def line_timestamp(reader: RecordingReader, lineno: int, raw: bytes) -> float | None:
+    """The timestamp of a snapshot line without decoding all of it (lines written by
+    :class:`Recorder` start with it); None for a line that is not a snapshot. Raises
+    :class:`RecordingError` for a line that is not valid (when it has to be parsed in full)."""
+    match = _TIMESTAMP_PREFIX.match(raw)
+    if match is not None:
+        try:
+            return float(match.group(1))
+        except ValueError:
+            pass
+    snapshot = reader.parse_line(lineno, raw)
+    return None if snapshot is None else snapshot.timestamp
+
+
+def decode_snapshot(data: dict[str, Any], node: Any) -> Snapshot:
+    """A snapshot from a recording line's object (without ``type``); ValueError / TypeError when
+    it does not fit the schema."""
+    timestamp = data.get("timestamp")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
+        raise ValueError("'timestamp' must be a number")
+    for name in ("gpus", "processes", "findings", "events"):
+        value = data.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise ValueError(f"{name!r} must be a list of objects")
+    host = data.get("host")
+    if host is not None and not isinstance(host, dict):
+        raise ValueError("'host' must be an object")
+    data.pop("node", None)
+    data.pop("schema_version", None)
+    return _converter(Snapshot)(data, node=node)
+
+
+# A compiled form of model.from_jsonable (same result, several times faster: a day of readings is
+# 86,400 lines): one converter per dataclass, built once from its type hints.
+_CONVERTERS: dict[Any, Any] = {}
+
+
+def _converter(tp: Any) -> Any:
+    """A function turning JSON data into ``tp``, or None when the data is already right."""
+    if tp in _CONVERTERS:
+        return _CONVERTERS[tp]
+    conv: Any = None
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        _CONVERTERS[tp] = None  # (no recursive types in the model)
+        hints = typing.get_type_hints(tp)
+        field_convs = {f.name: _converter(hints[f.name]) for f in dataclasses.fields(tp)}
+        plain = frozenset(name for name, c in field_convs.items() if c is None)
+        nested = {name: c for name, c in field_convs.items() if c is not None}
+
+        def conv(data: Any, tp: Any = tp, **given: Any) -> Any:
+            if not isinstance(data, dict):
+                raise TypeError(f"{tp.__name__} must be an object, not {type(data).__name__}")
+            kwargs = {}
+            for key, value in data.items():
+                if key in plain:
+                    kwargs[key] = value
+                elif key in nested:
+                    kwargs[key] = None if value is None else nested[key](value)
+            kwargs.update(given)
+            return tp(**kwargs)
+
+    elif origin in (typing.Union, types.UnionType):
+        non_none = [a for a in args if a is not type(None)]
+        conv = _converter(non_none[0]) if len(non_none) == 1 else None
+    elif origin is frozenset:
+        conv = frozenset
+    elif origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _converter(args[0])
+            conv = tuple if item is None else (lambda data: tuple(item(v) for v in data))
+        else:
+            items = [_converter(a) or (lambda v: v) for a in args]
+            conv = lambda data: tuple(c(v) for c, v in zip(items, data, strict=False))  # noqa: E731
+    elif tp is float:
+        conv = _to_float
+    _CONVERTERS[tp] = conv
+    return conv
+
+
+def _to_float(value: Any) -> Any:
+    return float(value) if type(value) is int else value
+
+
+def read_recording(path: str | os.PathLike[str]) -> Recording:
+    """Read a whole recording. Raises OSError when the file cannot be read and
+    :class:`RecordingError` (naming the line) when it is not a readable recording; an incomplete
+    last line is left out (``Recording.truncated``)."""
+    reader = RecordingReader(path)
+    snapshots = reader.read_new()
+    last = reader.finish()
+    if last is not None:
+        snapshots.append(last)
+    if reader.header is None or reader.node is None:
+        why = "empty file" if reader.source.offset == 0 else "no complete header line"
+        raise RecordingError(1, _not_recording(why), reader.path)
+    return Recording(
+        path=reader.path,
+        header=reader.header,
+        node=reader.node,
+        snapshots=snapshots,
+        truncated=reader.truncated,
+    )
+
+
+# -- durations and times --------------------------------------------------------------------------
+
+_DURATION = re.compile(
+    r"^\s*(?:(?P<h>\d+(?:\.\d+)?)h)?\s*(?:(?P<m>\d+(?:\.\d+)?)m)?\s*(?:(?P<s>\d+(?:\.\d+)?)s?)?\s*$"
+)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``10m``, ``1h``, ``1h30m``, ``1m30s``, ``2.5``; ValueError
+    otherwise."""
+    match = _DURATION.match(text.lower())
+    if not text.strip() or match is None or not any(match.groupdict().values()):
+        raise ValueError(f"{text!r} is not a duration (e.g. 90, 30s, 10m, 1h, 1h30m)")
+    h, m, s = (float(match.group(k) or 0) for k in ("h", "m", "s"))
+    if match.group("s") and not text.strip().lower().endswith("s") and (match.group("h") or m):
+        # "1h30" is ambiguous (minutes?): ask for a unit
+        raise ValueError(f"{text!r} is not a duration: give the last number a unit (s, m or h)")
+    return h * 3600 + m * 60 + s
+
+
+def fmt_size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+__all__ = [
+    "DEFAULT_SUFFIX",
+    "FORMAT_VERSION",
+    "RECORDING_TYPE",
+    "LineSource",
+    "Recorder",
+    "Recording",
+    "RecordingError",
+    "RecordingReader",
+    "compact",
+    "decode_snapshot",
+    "fmt_size",
+    "line_timestamp",
+    "parse_duration",
+    "read_recording",
+    "snapshot_line",
+]

@@ -1,0 +1,86 @@
+"""Recording the live session from the TUI (key R): a :class:`gputui.record.Recorder` attached to
+the sampler as a listener, so every reading the dashboard gets is also written to the file.
+
+The listener runs on the polling thread; stopping happens on the UI thread. A lock keeps the file
+from being closed in the middle of a write, and a write that fails (a full disk) is reported
+through ``on_error`` (the app posts a message) instead of raising into the sampler.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gputui.model import NodeInfo, Snapshot
+
+
+def default_record_path(
+    hostname: str, directory: Path | str = ".", when: float | None = None
+) -> Path:
+    """``DIR/gputui-<hostname>-<YYYYmmdd-HHMMSS>.jsonl.gz``; ``-2``, ``-3``... when taken."""
+    host = re.sub(r"[^A-Za-z0-9._-]+", "_", hostname).strip("._") or "host"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
+    directory = Path(directory)
+    path = directory / f"gputui-{host}-{stamp}.jsonl.gz"
+    n = 2
+    while path.exists():
+        path = directory / f"gputui-{host}-{stamp}-{n}.jsonl.gz"
+        n += 1
+    return path
+
+
+class RecordingSession:
+    """One recording: open on construction, :meth:`write` per reading, :meth:`close` once."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        node: NodeInfo | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """``node``: write the header at once (a recording stopped before its first reading is
+        still a valid, empty recording)."""
+        from gputui.record import Recorder  # lazily: only when the user records
+
+        self.path = path
+        self.count = 0
+        self.error: BaseException | None = None
+        self._on_error = on_error
+        self._lock = threading.Lock()
+        self._closed = False
+        self._recorder: Any = Recorder(path, node=node)  # OSError: unwritable directory, ...
+
+    def write(self, snapshot: Snapshot) -> None:
+        """The sampler listener (polling thread)."""
+        with self._lock:
+            if self._closed or self.error is not None:
+                return
+            try:
+                self._recorder.write(snapshot)
+            except Exception as exc:  # a full disk must not stop the readings
+                self.error = exc
+            else:
+                self.count += 1
+                return
+        if self._on_error is not None:
+            self._on_error(self.error)
+
+    def close(self) -> BaseException | None:
+        """Close the file (idempotent); the error closing it, if any."""
+        with self._lock:
+            if self._closed:
+                return None
+            self._closed = True
+            try:
+                self._recorder.close()
+            except Exception as exc:
+                return exc
+        return None
+
+
+__all__ = ["RecordingSession", "default_record_path"]
