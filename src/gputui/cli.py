@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--list-rules", action="store_true", help="print the rule ids and what each checks"
     )
     _add_export_parser(commands)
+    _add_specs_parser(commands)
     _add_record_parsers(parser, commands, snapshot=snapshot, check=check, topo=topo)
     return parser
 
@@ -158,6 +159,94 @@ def _add_export_parser(commands) -> None:
         metavar="SECONDS",
         help="how often the GPUs are read (default: 1); scrapes show the latest reading",
     )
+
+
+def _add_specs_parser(commands) -> None:
+    """``gputui specs [NAME]``: the spec table or one row (see :mod:`gputui.specs`)."""
+    specs = commands.add_parser(
+        "specs",
+        help="print the GPU spec table, or one GPU's spec row, and exit",
+        description="Print the built-in GPU spec table (dense peaks; FP16/BF16/FP8 with FP32 "
+        "accumulate), or with NAME the row that name matches, as a driver reports it "
+        "(e.g. 'NVIDIA H100 80GB HBM3'). Exit 2 when NAME matches no row.",
+    )
+    specs.add_argument(
+        "name", nargs="?", metavar="NAME", help="a GPU name as NVML/AMD-SMI report it"
+    )
+
+
+def run_specs(name: str | None) -> int:
+    """``gputui specs``: the compact table; ``gputui specs NAME``: one row in full."""
+    from gputui.specs import all_names, load_specs, lookup, scaled_peaks
+
+    def num(value: float | None, fmt: str = "{:g}") -> str:
+        return "-" if value is None else fmt.format(value)
+
+    if name is None:
+        head = ("model", "arch", "SMs/CUs", "mem GB", "BW GB/s", "BF16 TF", "FP8 TF", "TDP W")
+        rows = [
+            (
+                s.model,
+                s.cc_or_gfx,
+                num(s.sm_count),
+                num(s.memory_gb),
+                num(s.memory_bw_gbs),
+                num(s.bf16_tflops),
+                num(s.fp8_tflops),
+                num(s.tdp_w),
+            )
+            for s in load_specs()
+        ]
+        widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+        for r in (head, *rows):
+            cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+            cells += [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
+            print("  ".join(cells).rstrip())
+        print(
+            "Dense peaks (no sparsity); BF16/FP8 with FP32 accumulate. "
+            "`gputui specs NAME`: one row."
+        )
+        return EXIT_OK
+    match = lookup(name)
+    if match is None:
+        import difflib
+
+        close = difflib.get_close_matches(name.strip(), all_names(), n=5, cutoff=0.5)
+        print(f"gputui: no spec for {name!r}", file=sys.stderr)
+        if close:
+            print("Close names: " + ", ".join(repr(c) for c in close), file=sys.stderr)
+        print("`gputui specs` lists every row.", file=sys.stderr)
+        return EXIT_USAGE
+    s = match.spec
+    peaks = scaled_peaks(match)
+    unit = s.unit_name
+    lines = [
+        ("model", f"{s.vendor} {s.model}" + (f" ({s.form_factor})" if s.form_factor else "")),
+        ("matched", f"{match.how}: {match.note} (scale {match.scale:g})"),
+        ("names", " | ".join(s.names) or "-"),
+        ("architecture", f"{s.architecture} ({s.cc_or_gfx})"),
+        (unit, num(s.sm_count)),
+        ("boost clock", num(s.boost_clock_mhz, "{:g} MHz")),
+        ("memory", num(s.memory_gb, "{:g} GB") + (f" {s.memory_type}" if s.memory_type else "")),
+        ("bandwidth", num(s.memory_bw_gbs, "{:g} GB/s")),
+        ("FP32", num(peaks["fp32_tflops"], "{:.4g} TFLOPS") + " (non-tensor)"),
+        ("TF32", num(peaks["tf32_tflops"], "{:.4g} TFLOPS")),
+        ("FP16", num(peaks["fp16_tflops"], "{:.4g} TFLOPS")),
+        ("BF16", num(peaks["bf16_tflops"], "{:.4g} TFLOPS")),
+        ("FP8", num(peaks["fp8_tflops"], "{:.4g} TFLOPS")),
+        ("INT8", num(peaks["int8_tops"], "{:.4g} TOPS")),
+        ("TDP", num(s.tdp_w, "{:g} W")),
+        ("NVLink/XGMI", num(s.link_gbs, "{:g} GB/s")),
+        ("PCIe", num(s.pcie_gen, "gen {:g}")),
+        ("source", s.source or "-"),
+    ]
+    if s.notes:
+        lines.append(("notes", s.notes))
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key.ljust(width)}  {value}")
+    print("Peaks are dense (no sparsity); FP16/BF16/FP8/INT8 with FP32 accumulate.")
+    return EXIT_OK
 
 
 def _run_export(args: argparse.Namespace, spec: str, parser: argparse.ArgumentParser) -> int:
@@ -209,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(list_rules())
         return EXIT_OK
+    if args.command == "specs":
+        return run_specs(args.name)
     spec = _replay_spec(args, parser, _backend_spec(args, parser))
     try:
         if args.command == "record":
