@@ -144,3 +144,20 @@ def test_snapshot_text_says_no_findings_on_a_healthy_node(sim_sampler) -> None:
     assert snapshot.findings == ()  # no health monitor on this sampler
     text = render_snapshot(snapshot)
     assert "No findings." in text and "Findings (" not in text
+
+
+def test_a_reader_that_leaves_early_is_not_an_error() -> None:
+    """`gputui specs | head -1`: a closed pipe ends the command quietly with exit 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before gputui writes a byte
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, "-m", "gputui", "specs"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=30,
+    )
+    os.close(write_end)
+    assert result.returncode == 0
+    assert b"Traceback" not in result.stderr and b"BrokenPipe" not in result.stderr

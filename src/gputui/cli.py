@@ -293,6 +293,19 @@ def _ignored_rules(values: list[str], parser: argparse.ArgumentParser) -> frozen
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        code = _dispatch(args, parser)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
+        _silence_stdout()
+        return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run the chosen command (no backend is opened for the ones that need none)."""
     if args.command == "check" and args.list_rules:
         from gputui.check import list_rules
 
@@ -301,41 +314,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "specs":
         return run_specs(args.name)
     spec = _replay_spec(args, parser, _backend_spec(args, parser))
-    try:
-        if args.command == "record":
-            return run_record(args, spec, parser)
-        if args.command == "snapshot" and spec.startswith("replay:"):
-            return run_replay_snapshot(spec, at=args.at, as_json=args.json)
-        if args.command == "check":
-            from gputui.check import run_check
+    if args.command == "record":
+        return run_record(args, spec, parser)
+    if args.command == "snapshot" and spec.startswith("replay:"):
+        return run_replay_snapshot(spec, at=args.at, as_json=args.json)
+    if args.command == "check":
+        from gputui.check import run_check
 
-            return run_check(
-                spec,
-                seed=args.seed,
-                expect_gpus=args.expect_gpus,
-                gpus=args.gpus,
-                strict=args.strict,
-                ignore=_ignored_rules(args.ignore, parser),
-                as_json=args.json,
-            )
-        if args.command == "snapshot":
-            return run_snapshot(spec, seed=args.seed, as_json=args.json)
-        if args.command == "topo":
-            return run_topo(spec, seed=args.seed, as_json=args.json)
-        if args.command == "export":
-            return _run_export(args, spec, parser)
-        return run_tui(
+        return run_check(
             spec,
             seed=args.seed,
-            interval=args.interval,
-            readonly=args.readonly,
-            light=args.light,
+            expect_gpus=args.expect_gpus,
+            gpus=args.gpus,
+            strict=args.strict,
+            ignore=_ignored_rules(args.ignore, parser),
+            as_json=args.json,
         )
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
-        _silence_stdout()
-        return EXIT_OK
+    if args.command == "snapshot":
+        return run_snapshot(spec, seed=args.seed, as_json=args.json)
+    if args.command == "topo":
+        return run_topo(spec, seed=args.seed, as_json=args.json)
+    if args.command == "export":
+        return _run_export(args, spec, parser)
+    return run_tui(
+        spec,
+        seed=args.seed,
+        interval=args.interval,
+        readonly=args.readonly,
+        light=args.light,
+    )
 
 
 def _silence_stdout() -> None:
