@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gputui.format import fmt_bytes_pair, fmt_pct, short_gpu_name
@@ -37,6 +37,8 @@ before a job lands on it), so the ``faulty`` scenario's GPU 3 has already fallen
 
 CHECK_RULES: dict[str, str] = {
     "visible_devices": "fail: CUDA_VISIBLE_DEVICES names a GPU this node does not list",
+    "probe": "warn (--probe): a probe result LOW against spec or the node's other GPUs, "
+    "or the probe failed",
 }
 """Rules of the check itself (on top of the health module's), accepted by ``--ignore`` too."""
 
@@ -397,8 +399,13 @@ def run_check(
     sleep: Callable[[float], None] = time.sleep,
     environ: Mapping[str, str] | None = None,
     out: Any = None,
+    probe: bool = False,
+    probe_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Open the backend, read twice, judge, print; returns the exit code.
+
+    ``probe``: then run the quick probe on the judged GPUs and add its verdicts as findings
+    (rule ``probe``); ``probe_options`` go to :func:`gputui.probe.runner.probe_node`.
 
     ``kernel_log``: True reads the kernel log (not for a simulated node), a callable reads it
     that way, None / False skips it. ``clock`` / ``sleep`` let tests run it instantly."""
@@ -470,6 +477,11 @@ def run_check(
             health=monitor,
         )
         snapshot = take_readings(sampler, sleep=sleep)
+        if probe and "probe" not in ignore:
+            extra = probe_findings(
+                snapshot, selection, sampler, simulated, not_checked, probe_options or {}
+            )
+            snapshot = replace(snapshot, findings=(*snapshot.findings, *extra))
     finally:
         backend.close()
     result = evaluate(
@@ -482,6 +494,69 @@ def run_check(
         kernel_events=events,
     )
     return _emit(result, as_json=as_json, out=out)
+
+
+def probe_findings(
+    snapshot: Snapshot,
+    selection: Selection,
+    sampler: Any,
+    simulated: bool,
+    not_checked: list[str],
+    options: Mapping[str, Any],
+) -> list[Finding]:
+    """``--probe``: the quick probe on the judged GPUs; LOW results and errors become warnings."""
+    from gputui.probe.runner import probe_node
+    from gputui.probe.verdict import LOW, describe
+
+    if simulated:
+        not_checked.append("probe: a simulated node's GPUs cannot be probed (no real GPU)")
+        return []
+    node = snapshot.node
+    judged = sorted(
+        g.index for g in node.gpus if selection.indices is None or g.index in selection.indices
+    )
+    if not judged:
+        return []
+    report = probe_node(node=node, snapshot=snapshot, gpus=judged, sampler=sampler, **options)
+    now = snapshot.timestamp
+    if report.refused:
+        not_checked.append("probe: not run, " + " ".join(report.refused))
+        return []
+    if report.no_torch:
+        not_checked.append("probe: " + report.errors[0].split(": ", 1)[-1])
+        return []
+    out: list[Finding] = []
+    for j in report.judged:
+        if j.verdict != LOW:
+            continue
+        out.append(
+            Finding(
+                rule="probe",
+                severity="warn",
+                message=f"{j.label}: {describe(j)} ({j.value:.4g} {j.unit})",
+                hint="re-run `gputui probe --gpu N` on the idle GPU; check cooling, power limit "
+                "and clocks (`gputui probe --long` exposes throttling)",
+                gpu_index=j.gpu,
+                key=f"probe:{j.gpu}:{j.test}",
+                first_seen=now,
+                last_seen=now,
+            )
+        )
+    for gpu, run in report.runs.items():
+        for err in run.errors:
+            out.append(
+                Finding(
+                    rule="probe",
+                    severity="warn",
+                    message=f"probe failed: {err}",
+                    hint="run `gputui probe` for the details",
+                    gpu_index=gpu,
+                    key=f"probe:{gpu}:error:{len(out)}",
+                    first_seen=now,
+                    last_seen=now,
+                )
+            )
+    return out
 
 
 def _emit(result: CheckResult, *, as_json: bool, out: Any) -> int:

@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
     check.add_argument(
+        "--probe",
+        action="store_true",
+        help="also run the quick probe (~20 s, loads the GPUs) and add its verdicts",
+    )
+    check.add_argument(
         "--ignore",
         action="append",
         default=[],
@@ -131,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_export_parser(commands)
     _add_specs_parser(commands)
+    _add_probe_parser(commands)
     _add_record_parsers(parser, commands, snapshot=snapshot, check=check, topo=topo)
     return parser
 
@@ -313,6 +319,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_OK
     if args.command == "specs":
         return run_specs(args.name)
+    if args.command == "probe":
+        return run_probe(args, parser)
     spec = _replay_spec(args, parser, _backend_spec(args, parser))
     if args.command == "record":
         return run_record(args, spec, parser)
@@ -329,6 +337,7 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             strict=args.strict,
             ignore=_ignored_rules(args.ignore, parser),
             as_json=args.json,
+            probe=args.probe,
         )
     if args.command == "snapshot":
         return run_snapshot(spec, seed=args.seed, as_json=args.json)
@@ -714,6 +723,123 @@ def run_record(args: argparse.Namespace, spec: str, parser: argparse.ArgumentPar
         print(f"gputui record: writing {path} failed: {failed[0]}", file=sys.stderr)
         return 1
     return EXIT_OK
+
+
+# -- gputui probe (see gputui.probe.runner) -------------------------------------------------------
+
+
+def _add_probe_parser(commands) -> None:
+    """``gputui probe``: measured bandwidth and matmul TFLOPS against the spec sheet."""
+    probe = commands.add_parser(
+        "probe",
+        help="measure memory bandwidth, PCIe and matmul TFLOPS against the spec, and exit",
+        description="Run the probe worker (PyTorch) on each GPU: memory copy / triad, host <-> "
+        "device, GPU <-> GPU, FP32 / TF32 / FP16 / BF16 / FP8 matmul; compare with the spec "
+        "sheet and the node's other GPUs. Exit 0 all OK/WARN, 1 any LOW, 2 could not run. "
+        "With --demo / a simulated node the CPU is probed instead (no real GPU to run on).",
+    )
+    _add_common(probe, suppress=True)
+    probe.add_argument(
+        "--gpu",
+        action="append",
+        default=[],
+        metavar="N[,N]",
+        help="probe these GPUs (NVML index or UUID; repeatable; default: CUDA_VISIBLE_DEVICES "
+        "when set, else all)",
+    )
+    probe.add_argument("--tests", metavar="LIST", help="comma-separated subset of the tests")
+    probe.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    probe.add_argument("--long", action="store_true", help="60 s sustained BF16 matmul")
+    probe.add_argument(
+        "--force", action="store_true", help="probe GPUs that have processes or memory in use"
+    )
+    probe.add_argument(
+        "--python", metavar="PATH", help="run the worker with this Python (your torch build)"
+    )
+    probe.add_argument("--cpu", action="store_true", help="probe the CPU (no GPU needed)")
+
+
+def run_probe(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``gputui probe``: progress on stderr, the table and summary (or JSON) on stdout."""
+    from gputui.probe.protocol import TEST_IDS
+    from gputui.probe.runner import EXIT_CANNOT, SIM_NOTE, probe_node, progress_printer
+
+    tests = None
+    if args.tests:
+        tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+        bad = [t for t in tests if t not in TEST_IDS]
+        if bad:
+            parser.error(f"--tests: unknown {', '.join(bad)} (valid: {', '.join(TEST_IDS)})")
+    if args.python and not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)):
+        print(f"gputui probe: --python {args.python}: not an executable file", file=sys.stderr)
+        return EXIT_CANNOT
+    spec = _backend_spec(args, parser)
+    notes: list[str] = []
+    sampler = node = snapshot = None
+    indices = None
+    if not args.cpu:
+        from gputui.backends import NoBackend, open_backend
+        from gputui.sampler import Sampler
+
+        try:
+            backend, opened = open_backend(spec, seed=args.seed)
+        except NoBackend as exc:
+            if spec != "auto":
+                print(no_backend_message(exc.reasons, spec), file=sys.stderr)
+                return EXIT_CANNOT
+            notes.append("no usable GPU backend: probing the CPU")
+        else:
+            if opened.backend.startswith("sim"):
+                backend.close()
+                notes.append(SIM_NOTE)
+            else:
+                node = opened
+                sampler = Sampler(backend, interval=0.5, slow_interval=0.5, node=node)
+    try:
+        if node is not None:
+            from gputui.check import select_gpus
+
+            try:
+                selection = select_gpus(node, ",".join(args.gpu) if args.gpu else None)
+            except ValueError as exc:
+                print(f"gputui probe: {exc}".replace("--gpus", "--gpu"), file=sys.stderr)
+                return EXIT_CANNOT
+            notes += list(selection.notes)
+            indices = None if selection.indices is None else sorted(selection.indices)
+            snapshot = sampler.poll()
+        for note in notes:
+            print(f"gputui probe: {note}", file=sys.stderr)
+        report = probe_node(
+            node=node,
+            snapshot=snapshot,
+            gpus=indices,
+            tests=tests,
+            force=args.force,
+            python=args.python,
+            long=args.long,
+            sampler=sampler,
+            on_event=None if args.json else progress_printer(sys.stderr),
+        )
+    finally:
+        if sampler is not None:
+            sampler.close()
+    report.notes = notes + report.notes
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return report.exit_code
+    for line in report.refused + report.errors:
+        print(f"gputui probe: {line}", file=sys.stderr)
+    if report.judged:
+        from gputui.probe.runner import render_table
+
+        print(render_table(report.judged))
+        print()
+        for line in report.summary():
+            print(line)
+    for note in notes:
+        if note == SIM_NOTE:
+            print("Note: " + note)
+    return report.exit_code
 
 
 if __name__ == "__main__":

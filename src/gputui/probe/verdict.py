@@ -1,0 +1,396 @@
+"""Judging probe results: spec value per test, expected fraction of spec, verdict and reasons.
+
+Pure functions, no torch and no I/O. The numbers follow
+../shared/reference/probe-and-check-method.md ("Recommended probe design", items 7 and 8):
+
+* spec per test: ``memory_copy`` / ``memory_triad`` -> memory bandwidth; ``h2d`` / ``d2h`` -> the
+  negotiated PCIe link (per-lane GB/s x width); ``matmul_*`` -> the dtype's dense peak (MIG /
+  partition scaled); ``p2p`` -> NVLink / XGMI bandwidth / 2 (the spec figure is bidirectional).
+* expected fraction of spec: what a quick PyTorch probe reaches on a healthy GPU of that family
+  (:data:`EXPECTED`), never 100% of the marketing number.
+* verdict: OK when measured >= 90% of expected, WARN at 80-90%, LOW below 80%; on a node with
+  several GPUs also LOW when below 90% of the node's best GPU for the same test (gpu-fryer).
+* every LOW is qualified with telemetry when it explains it: SM clock < 90% of max, HW slowdown /
+  thermal bits, a power limit below the default.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+OK, WARN, LOW, NA = "OK", "WARN", "LOW", "n/a"
+
+OK_FRACTION = 0.90  # of expected
+WARN_FRACTION = 0.80  # of expected; below it: LOW
+SIBLING_FRACTION = 0.90  # of the node's best GPU for the same test
+CLOCK_FRACTION = 0.90  # SM clock below this share of max is worth saying
+
+PCIE_LANE_GBS: dict[int, float] = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+"""Usable GB/s per lane and direction after line encoding (gen3+ 128b/130b, gen6 FLIT)."""
+
+TEST_METRIC: dict[str, str] = {
+    "memory_copy": "hbm",
+    "memory_triad": "hbm",
+    "h2d": "pcie",
+    "d2h": "pcie",
+    "p2p": "p2p",
+    "matmul_fp32": "fp32",
+    "matmul_tf32": "tf32",
+    "matmul_fp16": "fp16",
+    "matmul_bf16": "bf16",
+    "matmul_fp8": "fp8",
+}
+
+TEST_LABEL: dict[str, str] = {
+    "memory_copy": "memory copy",
+    "memory_triad": "memory triad",
+    "h2d": "host to device",
+    "d2h": "device to host",
+    "p2p": "GPU to GPU",
+    "matmul_fp32": "FP32 matmul",
+    "matmul_tf32": "TF32 matmul",
+    "matmul_fp16": "FP16 matmul",
+    "matmul_bf16": "BF16 matmul",
+    "matmul_fp8": "FP8 matmul",
+}
+
+# Expected fraction of spec for this probe, per family and metric. Sources (the reference, items 7
+# and the evidence tables): H100 SXM BF16 72-80% (MAMF 80.3%), FP8 ~70% (70.9%), TF32 ~75%, HBM
+# copy 75% (DCGM memcpy 2.48-2.51 of 3.35 TB/s), H2D 85-88% of PCIe5 x16, NVLink P2P 370-396 of
+# 450 GB/s uni (~85%); A100 BF16 85-87% (MAMF 86.9%), TF32 ~83%, HBM 86-92%, H2D ~80% of PCIe4
+# x16; MI300X BF16 51% with TunableOp on (off in a quick probe: expect ~0.50 at best), HBM ~75%;
+# Blackwell BF16 ~73-78%, FP8 ~72-76%, HBM ~73% (proftester). FP32 (no TF32) and FP16 have no
+# measured row: FP32 SIMT GEMMs usually reach 80%, FP16 behaves as BF16.
+DEFAULT_EXPECTED: dict[str, float] = {
+    "hbm": 0.75,
+    "pcie": 0.80,
+    "p2p": 0.80,
+    "fp32": 0.75,
+    "tf32": 0.75,
+    "fp16": 0.75,
+    "bf16": 0.75,
+    "fp8": 0.70,
+}
+EXPECTED: dict[str, dict[str, float]] = {
+    "hopper": {
+        "hbm": 0.75,
+        "pcie": 0.85,
+        "p2p": 0.85,
+        "fp32": 0.80,
+        "tf32": 0.75,
+        "fp16": 0.75,
+        "bf16": 0.75,
+        "fp8": 0.70,
+    },
+    "ampere": {
+        "hbm": 0.85,
+        "pcie": 0.80,
+        "p2p": 0.80,
+        "fp32": 0.80,
+        "tf32": 0.83,
+        "fp16": 0.85,
+        "bf16": 0.85,
+    },
+    "blackwell": {"hbm": 0.73, "pcie": 0.85, "bf16": 0.75, "fp16": 0.75, "fp8": 0.72},
+    "ada": {"hbm": 0.80, "pcie": 0.80, "bf16": 0.75, "fp16": 0.75, "fp8": 0.70},
+    "cdna3": {"hbm": 0.75, "pcie": 0.80, "bf16": 0.50, "fp16": 0.50, "fp8": 0.45, "tf32": 0.50},
+    "cdna4": {"hbm": 0.75, "pcie": 0.80, "bf16": 0.60, "fp16": 0.60, "fp8": 0.55},
+}
+EXPECTED_SOURCE = (
+    "expected fractions from shared/reference/probe-and-check-method.md (items 7-8: MAMF, DCGM, "
+    "nvbandwidth and gpu-stream measurements); default 0.75 where no measurement exists"
+)
+
+
+def family(architecture: str | None) -> str:
+    """``"Hopper (GH100)"`` -> ``"hopper"``; unknown -> ``"default"``."""
+    text = (architecture or "").lower()
+    for name in ("hopper", "ampere", "blackwell", "ada", "cdna4", "cdna3"):
+        if name in text:
+            return name
+    return "default"
+
+
+def expected_fraction(fam: str, test: str) -> float:
+    metric = TEST_METRIC.get(test, "")
+    return EXPECTED.get(fam, {}).get(metric, DEFAULT_EXPECTED.get(metric, 0.75))
+
+
+def pcie_spec_gbs(gen: int | None, width: int | None) -> float | None:
+    """Per-direction GB/s of a PCIe link: per-lane rate x width (gen5 x16 -> 63 GB/s)."""
+    if not gen or not width or gen not in PCIE_LANE_GBS:
+        return None
+    return PCIE_LANE_GBS[gen] * width
+
+
+def spec_value(
+    test: str,
+    peaks: Mapping[str, float | None] | None,
+    *,
+    pcie_gen: int | None = None,
+    pcie_width: int | None = None,
+    link_gbs: float | None = None,
+) -> tuple[float | None, str]:
+    """The spec number a test is compared with, and where it comes from, in words."""
+    metric = TEST_METRIC.get(test)
+    if metric == "pcie":
+        value = pcie_spec_gbs(pcie_gen, pcie_width)
+        if value is None:
+            return None, "PCIe link unknown"
+        return value, f"PCIe gen{pcie_gen} x{pcie_width} ({PCIE_LANE_GBS[pcie_gen]:g} GB/s/lane)"
+    if metric == "p2p":
+        if not link_gbs:
+            return None, "no NVLink/XGMI figure"
+        return link_gbs / 2, f"NVLink/XGMI {link_gbs:g} GB/s bidirectional / 2"
+    if peaks is None or metric is None:
+        return None, "no spec"
+    if metric == "hbm":
+        value = peaks.get("memory_bw_gbs")
+        return value, "spec memory bandwidth" if value else "no spec"
+    value = peaks.get(f"{metric}_tflops")
+    return value, f"spec dense {metric.upper()} peak" if value else "no spec"
+
+
+@dataclass(frozen=True, slots=True)
+class Telemetry:
+    """Medians of the readings taken while one test ran (None: not read)."""
+
+    samples: int = 0
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+    power_limit_w: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    pcie_gen: int | None = None  # highest seen (links down-train at idle)
+    pcie_width: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "sm_clock_mhz": self.sm_clock_mhz,
+            "power_w": self.power_w,
+            "temperature_c": self.temperature_c,
+            "power_limit_w": self.power_limit_w,
+            "throttle_reasons": list(self.throttle_reasons),
+            "pcie_gen": self.pcie_gen,
+            "pcie_width": self.pcie_width,
+        }
+
+
+def summarize_samples(samples: Sequence[Any]) -> Telemetry:
+    """Telemetry from GpuSample-like objects (clock_sm_mhz, power_w, temperature_gpu_c, ...)."""
+
+    def med(name: str) -> float | None:
+        vals = [getattr(s, name) for s in samples if getattr(s, name, None) is not None]
+        return float(statistics.median(vals)) if vals else None
+
+    def top(name: str) -> int | None:
+        vals = [getattr(s, name) for s in samples if getattr(s, name, None) is not None]
+        return max(vals) if vals else None
+
+    reasons: set[str] = set()
+    for s in samples:
+        reasons |= set(getattr(s, "throttle_reasons", None) or ())
+    reasons.discard("gpu_idle")
+    return Telemetry(
+        samples=len(samples),
+        sm_clock_mhz=med("clock_sm_mhz"),
+        power_w=med("power_w"),
+        temperature_c=med("temperature_gpu_c"),
+        power_limit_w=med("power_limit_w"),
+        throttle_reasons=tuple(sorted(reasons)),
+        pcie_gen=top("pcie_gen"),
+        pcie_width=top("pcie_width"),
+    )
+
+
+def telemetry_reasons(
+    tel: Telemetry | None,
+    *,
+    sm_clock_max_mhz: float | None = None,
+    power_default_limit_w: float | None = None,
+) -> list[str]:
+    """Plain-language explanations the telemetry offers for a low result."""
+    if tel is None:
+        return []
+    out: list[str] = []
+    reasons = set(tel.throttle_reasons)
+    if (
+        tel.sm_clock_mhz
+        and sm_clock_max_mhz
+        and tel.sm_clock_mhz < CLOCK_FRACTION * sm_clock_max_mhz
+    ):
+        pct = 100 * tel.sm_clock_mhz / sm_clock_max_mhz
+        by = ""
+        if reasons & {"hw_thermal", "sw_thermal"}:
+            by = " by thermal slowdown"
+        elif "hw_power_brake" in reasons:
+            by = " by the HW power brake"
+        elif "hw_slowdown" in reasons:
+            by = " by HW slowdown"
+        elif "sw_power_cap" in reasons:
+            by = " by power cap"
+        elif "applications_clocks" in reasons:
+            by = " by the application clocks setting"
+        out.append(f"SM clock held at {tel.sm_clock_mhz:.0f} MHz ({pct:.0f}% of max){by}")
+    if "hw_thermal" in reasons or "sw_thermal" in reasons:
+        kind = "HW" if "hw_thermal" in reasons else "SW"
+        temp = f" at {tel.temperature_c:.0f} C" if tel.temperature_c is not None else ""
+        out.append(f"{kind} thermal slowdown during the test{temp}")
+    if "hw_slowdown" in reasons:
+        out.append("HW slowdown during the test")
+    if "hw_power_brake" in reasons:
+        out.append("HW power brake during the test")
+    if (
+        tel.power_limit_w
+        and power_default_limit_w
+        and tel.power_limit_w < 0.98 * power_default_limit_w
+    ):
+        out.append(
+            f"power limit {tel.power_limit_w:.0f} W below default {power_default_limit_w:.0f} W"
+        )
+    return out
+
+
+@dataclass
+class Judged:
+    """One measured result with its spec, verdict and reasons."""
+
+    gpu: int | None  # NVML index; None for the CPU
+    label: str  # "GPU 3" or "CPU"
+    test: str
+    value: float
+    unit: str
+    method: str = ""
+    spec: float | None = None
+    spec_source: str = ""
+    expected: float | None = None  # fraction of spec
+    verdict: str = NA
+    reasons: list[str] = field(default_factory=list)
+    sibling_gap: float | None = None  # fraction below the node's best GPU (0.18 = 18% below)
+    telemetry: Telemetry | None = None
+    peer: int | None = None  # p2p: the other GPU (CUDA index)
+
+    @property
+    def pct_of_spec(self) -> float | None:
+        return None if not self.spec else 100.0 * self.value / self.spec
+
+    @property
+    def pct_of_expected(self) -> float | None:
+        pct = self.pct_of_spec
+        return None if pct is None or not self.expected else pct / self.expected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "label": self.label,
+            "test": self.test,
+            "value": self.value,
+            "unit": self.unit,
+            "method": self.method,
+            "spec": self.spec,
+            "spec_source": self.spec_source,
+            "pct_of_spec": _round(self.pct_of_spec),
+            "expected_pct": _round(None if self.expected is None else 100 * self.expected),
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "sibling_gap_pct": _round(None if self.sibling_gap is None else 100 * self.sibling_gap),
+            "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
+            "peer": self.peer,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def verdict_for(value: float, spec: float | None, expected: float | None) -> str:
+    """OK >= 90% of expected, WARN 80-90%, LOW < 80%; n/a without a spec."""
+    if not spec or not expected:
+        return NA
+    ratio = value / (spec * expected)
+    if ratio >= OK_FRACTION:
+        return OK
+    if ratio >= WARN_FRACTION:
+        return WARN
+    return LOW
+
+
+def judge(
+    judged: Judged,
+    *,
+    sm_clock_max_mhz: float | None = None,
+    power_default_limit_w: float | None = None,
+) -> Judged:
+    """Fill in the verdict (absolute) and, when LOW or WARN, the telemetry reasons."""
+    judged.verdict = verdict_for(judged.value, judged.spec, judged.expected)
+    if judged.verdict in (LOW, WARN):
+        judged.reasons = telemetry_reasons(
+            judged.telemetry,
+            sm_clock_max_mhz=sm_clock_max_mhz,
+            power_default_limit_w=power_default_limit_w,
+        )
+    return judged
+
+
+def apply_node_relative(
+    results: Iterable[Judged],
+    limits: Mapping[int, tuple[float | None, float | None]] | None = None,
+) -> None:
+    """LOW when a GPU is below 90% of the node's best GPU for the same test (>= 2 GPUs).
+
+    ``limits`` maps a GPU to (sm_clock_max_mhz, power_default_limit_w) for the reasons."""
+    groups: dict[str, list[Judged]] = {}
+    for r in results:
+        if r.gpu is not None and r.value > 0:
+            groups.setdefault(r.test, []).append(r)
+    for items in groups.values():
+        if len({r.gpu for r in items}) < 2:
+            continue
+        best = max(r.value for r in items)
+        for r in items:
+            if r.value < SIBLING_FRACTION * best:
+                r.sibling_gap = 1 - r.value / best
+                if r.verdict != LOW:
+                    r.verdict = LOW
+                    clock_max, default_w = (limits or {}).get(r.gpu, (None, None))  # type: ignore[arg-type]
+                    r.reasons = telemetry_reasons(
+                        r.telemetry, sm_clock_max_mhz=clock_max, power_default_limit_w=default_w
+                    )
+
+
+def describe(r: Judged) -> str:
+    """``"BF16 matmul 18% below its siblings; SM clock held at 1410 MHz by power cap"``."""
+    name = TEST_LABEL.get(r.test, r.test)
+    if r.sibling_gap is not None:
+        head = f"{name} {100 * r.sibling_gap:.0f}% below its siblings"
+    elif r.pct_of_spec is not None and r.expected:
+        head = f"{name} at {r.pct_of_spec:.0f}% of spec (expected about {100 * r.expected:.0f}%)"
+    else:
+        head = f"{name} {r.value:.4g} {r.unit}"
+    return "; ".join([head, *r.reasons])
+
+
+def summary_lines(results: Sequence[Judged]) -> list[str]:
+    """One line per LOW (then WARN) result, worst first; an all-clear line when none."""
+    bad = [r for r in results if r.verdict in (LOW, WARN)]
+    bad.sort(key=lambda r: (r.verdict != LOW, r.gpu if r.gpu is not None else -1, r.test))
+    lines = [f"{r.label}: {describe(r)}" + (" (WARN)" if r.verdict == WARN else "") for r in bad]
+    if not lines:
+        judged = [r for r in results if r.verdict != NA]
+        if judged:
+            lines.append(f"All {len(judged)} results within the expected range of spec.")
+        elif results:
+            lines.append("No spec comparison (CPU run or unknown GPU): values only.")
+    return lines
+
+
+def worst(results: Iterable[Judged]) -> str:
+    verdicts = {r.verdict for r in results}
+    for v in (LOW, WARN, OK):
+        if v in verdicts:
+            return v
+    return NA
