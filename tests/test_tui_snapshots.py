@@ -202,3 +202,27 @@ def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
     sampler.poll()  # the reading at the position shown, 1:30
     app = GpuTuiApp(sampler, start_sampler=False)
     assert snap_compare(app, terminal_size=(120, 40))
+
+
+# -- probe ----------------------------------------------------------------------------------------
+
+
+def test_probe_dgx_h100_120x40(snap_compare, sim_sampler, monkeypatch) -> None:
+    """Key p with canned results for GPUs 0 and 1 (a fake session, as if on real H100s): the
+    pickers (every GPU busy), what fits, finished progress, measured | spec | % | verdict with
+    GPU 1's BF16 LOW against its sibling, telemetry and the summary."""
+    from tests.test_tui_probe import TESTS, canned_session
+
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100", probe_session=canned_session)
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.start([0, 1], TESTS)  # type: ignore[attr-defined]
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(120, 40))

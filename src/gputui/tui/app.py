@@ -13,8 +13,9 @@ replay's play/pause on space, adds seek and speed keys, and disables signals and
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App
@@ -31,6 +32,9 @@ from gputui.tui.messages import RecordingFailed, SamplerFailed, SignalSent, Snap
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import SPEED_MAX, SPEED_MIN, ReplayStatus, fmt_speed, replay_backend
 from gputui.tui.screens.dashboard import DashboardScreen
+
+if TYPE_CHECKING:
+    from gputui.tui.screens.probe import ProbeScreen, ProbeSession
 
 INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 MAX_FINDING_TOASTS = 3
@@ -56,6 +60,7 @@ class GpuTuiApp(App[None]):
         Binding("question_mark", "help", "Help", id="help"),
         Binding("h", "health", "Health", id="health"),
         Binding("t", "topology", "Topology", id="topology"),
+        Binding("p", "probe", "Probe", id="probe"),
         Binding("space", "toggle_pause", "Pause", id="pause"),
         Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
         Binding("minus", "faster", "Interval −", id="interval.down"),
@@ -95,9 +100,12 @@ class GpuTuiApp(App[None]):
         theme: str | None = None,
         start_sampler: bool = True,
         record_dir: Path | str | None = None,
+        probe_session: Callable[[ProbeScreen], ProbeSession] | None = None,
     ) -> None:
-        """``record_dir``: where key R writes recordings (default: the current directory)."""
+        """``record_dir``: where key R writes recordings (default: the current directory);
+        ``probe_session``: makes the probe screen's session (default: worker children)."""
         super().__init__()
+        self.probe_session = probe_session
         self.sampler = sampler
         self.replay = replay_backend(sampler.backend)
         """The ``ReplayBackend`` when replaying a recording, else None."""
@@ -302,6 +310,15 @@ class GpuTuiApp(App[None]):
             screen.update_snapshot(self.latest)
         self.push_screen(screen)
 
+    def action_probe(self) -> None:
+        """Open the probe screen (key p closes it, cancelling a running probe)."""
+        from gputui.tui.screens.probe import ProbeScreen
+
+        if self.replay is not None or isinstance(self.screen, ProbeScreen):
+            return
+        screen = ProbeScreen(self.dashboard.node, self.latest, session_factory=self.probe_session)
+        self.push_screen(screen)
+
     def action_toggle_dark(self) -> None:
         if self.current_theme.dark:
             self._dark_theme = self.theme
@@ -378,8 +395,9 @@ class GpuTuiApp(App[None]):
     # -- replay ------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Replay keys only in replay mode; recording and the display pause only live."""
-        if action in ("toggle_record", "toggle_pause"):
+        """Replay keys only in replay mode; recording, the display pause and the probe only
+        live."""
+        if action in ("toggle_record", "toggle_pause", "probe"):
             return self.replay is None
         if not action.startswith("replay_"):
             return True

@@ -1,6 +1,6 @@
 """Command palette (ctrl+p) entries for gputui: show one GPU, show all, pause, interval presets,
 refresh, start/stop recording (live) or the replay controls (replay), health findings, topology,
-help, light/dark theme, quit."""
+the probe (live), help, light/dark theme, quit."""
 
 from __future__ import annotations
 
@@ -67,6 +67,12 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
         "GPU interconnect matrix, PCIe and P2P per GPU, NVLink/XGMI link state and traffic",
         app.action_topology,
     )
+    if replay is None:
+        yield (
+            "Run the probe",
+            "Measure memory bandwidth, PCIe and matmul TFLOPS against the spec sheet; what fits",
+            app.action_probe,
+        )
     yield ("Help", "Every key, and what each panel shows", app.action_help)
     yield (
         "Toggle light/dark theme",

@@ -54,6 +54,18 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "t, q or Esc closes it.",
     ),
     (
+        "Probe",
+        "press p (not in a replay): pick GPUs (busy ones, with processes or more than 1 GiB in "
+        "use, are listed unchecked) and tests, then Start or enter. Each GPU is measured in a "
+        "child process (python -m gputui.probe): memory copy/triad, host<->device over the PCIe "
+        "link it negotiated, matmul TFLOPS per precision. The table shows measured, spec, % of "
+        "spec and a verdict (OK at 90% or more of the fraction a healthy GPU reaches, WARN "
+        "80-90%, LOW below, or 10% below its siblings), with telemetry during the run and a "
+        "short summary. 'What fits' sizes models for inference and Adam training from the "
+        "highlighted GPU's and the node's memory. Without a GPU (the demo) it runs on the CPU, "
+        "with no spec comparison. Esc cancels a running probe and closes the screen.",
+    ),
+    (
         "Record and replay",
         "R starts recording every reading to gputui-HOST-DATE-TIME.jsonl.gz in the current "
         "directory and R again stops it (not in a replay). gputui --replay FILE opens the "
@@ -107,6 +119,7 @@ HELP_DESCRIPTIONS = {
     "replay.slower": "Replay: half the speed",
     "replay.faster": "Replay: double the speed",
     "record": "Start/stop recording to a file",
+    "probe": "Run the probe",
 }
 """Longer words than the footer's, by binding id."""
 
@@ -143,8 +156,8 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
     out.append(
         (
             "ctrl+p",
-            "Command palette: GPU, pause, interval, record, replay, health, topology, theme, help, "
-            "quit",
+            "Command palette: GPU, pause, interval, record, replay, health, topology, probe, "
+            "theme, help, quit",
         )
     )
     out.append(("mouse", "Click a GPU panel to select it, a column header to sort"))

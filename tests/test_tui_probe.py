@@ -1,0 +1,398 @@
+"""The probe screen (key p): GPU and test pickers, a fake session feeding canned protocol
+messages into the results table, progress, summary, Esc cancelling, what fits, replay mode."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+from gputui.probe import protocol
+from gputui.specs import fit
+from gputui.tui.app import GpuTuiApp
+from gputui.tui.commands import gputui_commands
+from gputui.tui.screens import probe as probe_mod
+from gputui.tui.screens.help import key_rows
+from gputui.tui.screens.probe import (
+    BUSY_TEXT,
+    CPU_VERDICT,
+    ProbeEvent,
+    ProbeScreen,
+    SubprocessProbeSession,
+    compare,
+    spec_value,
+)
+
+pytestmark = pytest.mark.usefixtures("tui_env")
+
+SIZE = (120, 40)
+TESTS = ["memory_copy", "h2d", "matmul_bf16"]
+
+
+def hello(index: int | None, tests: list[str] = TESTS) -> dict:
+    kind, name = ("cpu", "CPU: test") if index is None else ("cuda", "NVIDIA H100 80GB HBM3")
+    return protocol.to_dict(
+        protocol.Hello("0.1", "2.5.0", kind, name, index, 80 << 30, 79 << 30, list(tests))
+    )
+
+
+def result(test: str, value: float, unit: str, method: str = "canned") -> dict:
+    return protocol.to_dict(protocol.Result(test, value, unit, method, {}, 10, 1.0))
+
+
+CANNED: dict[int, list[dict]] = {
+    0: [
+        hello(0),
+        protocol.to_dict(protocol.Progress("memory_copy", 0.5, "8 GiB buffers")),
+        result("memory_copy", 2900.0, "GB/s", "copy 2x8 GiB, read+write"),
+        result("h2d", 54.1, "GB/s", "pinned 1 GiB"),
+        result("matmul_bf16", 780.0, "TFLOPS", "8192³ bf16, CUDA events"),
+        protocol.to_dict(protocol.Done(12.0)),
+    ],
+    1: [
+        hello(1),
+        result("memory_copy", 2880.0, "GB/s", "copy 2x8 GiB, read+write"),
+        result("h2d", 53.8, "GB/s", "pinned 1 GiB"),
+        result("matmul_bf16", 640.0, "TFLOPS", "8192³ bf16, CUDA events"),
+        protocol.to_dict(protocol.Done(12.5)),
+    ],
+}
+
+
+class FakeSession:
+    """Records start/cancel; :meth:`feed` posts canned messages the way a session does."""
+
+    instances: ClassVar[list[FakeSession]] = []
+
+    def __init__(self, screen: ProbeScreen, *, auto: bool = False) -> None:
+        self.screen = screen
+        self.auto = auto
+        self.started: tuple[list[int], list[str]] | None = None
+        self.cancelled = 0
+        FakeSession.instances.append(self)
+
+    def start(self, gpus: list[int], tests: list[str]) -> None:
+        self.started = (gpus, tests)
+        if self.auto:
+            for gpu in gpus:
+                self.feed(gpu, CANNED[gpu])
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+
+    def feed(self, gpu: int | None, messages: list[dict]) -> None:
+        for msg in messages:
+            self.screen.post_message(ProbeEvent(gpu, protocol.validate(dict(msg))))
+
+
+def canned_session(screen: ProbeScreen) -> FakeSession:
+    return FakeSession(screen, auto=True)
+
+
+def manual_session(screen: ProbeScreen) -> FakeSession:
+    return FakeSession(screen)
+
+
+async def open_probe(app: GpuTuiApp, pilot) -> ProbeScreen:
+    await pilot.pause()
+    await pilot.press("p")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ProbeScreen)
+    return screen
+
+
+def table_rows(screen: ProbeScreen) -> list[list[str]]:
+    table = screen.query_one("#probe-results")
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+# -- pure helpers ---------------------------------------------------------------------------------
+
+
+def test_spec_value_and_verdicts() -> None:
+    peaks = {"memory_bw_gbs": 3350.0, "bf16_tflops": 989.0, "fp8_tflops": None}
+    assert spec_value("memory_triad", peaks) == 3350.0
+    assert spec_value("matmul_bf16", peaks) == 989.0
+    assert spec_value("matmul_fp8", peaks) is None
+    assert spec_value("p2p", peaks) is None
+    assert spec_value("h2d", peaks, pcie_gen=5, pcie_width=16) == pytest.approx(63.008)
+    assert spec_value("d2h", peaks, pcie_gen=4, pcie_width=8) == pytest.approx(15.752)
+    assert spec_value("h2d", peaks) is None
+    # BF16: expected 75% of spec; OK from 90% of that (66.75%), WARN from 80% (60%).
+    assert compare("matmul_bf16", 700.0, 989.0).verdict == "OK"
+    assert compare("matmul_bf16", 620.0, 989.0).verdict == "WARN"
+    low = compare("matmul_bf16", 500.0, 989.0)
+    assert low.verdict == "LOW" and low.pct == pytest.approx(50.556, abs=0.01)
+    sibling = compare("matmul_bf16", 640.0, 989.0, best=780.0)
+    assert sibling.verdict == "LOW" and "18% below its siblings" in sibling.reason
+    assert compare("memory_copy", 1.0, None, cpu=True).verdict == CPU_VERDICT
+    assert compare("p2p", 100.0, None).verdict == "—"
+
+
+def test_subprocess_session_commands() -> None:
+    session = SubprocessProbeSession(None, python="/py")  # type: ignore[arg-type]
+    assert session.command(3, ["h2d", "d2h"]) == [
+        "/py",
+        *("-m", "gputui.probe", "--device", "cuda:3", "--tests", "h2d,d2h"),
+    ]
+    cpu = session.command(None, ["memory_copy"])
+    assert cpu[3:7] == ["--device", "cpu", "--size-scale", "0.01"]
+
+
+# -- the screen -----------------------------------------------------------------------------------
+
+
+async def test_p_opens_probe_screen_marks_busy_gpus(sim_sampler) -> None:
+    sampler = sim_sampler("a100-pcie", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        gpus = screen.query_one("#probe-gpus")
+        snapshot = app.latest
+        busy = {
+            g.index
+            for g in snapshot.node.gpus
+            if snapshot.processes_on(g.index)
+            or (snapshot.sample(g.index).memory_used_bytes or 0) > 1 << 30
+        }
+        assert screen.busy == busy
+        for index in range(gpus.option_count):
+            option = gpus.get_option_at_index(index)
+            is_busy = option.value in busy
+            assert (BUSY_TEXT in str(option.prompt)) == is_busy
+            assert (option.value in gpus.selected) == (not is_busy and not screen.cpu)
+        tests = screen.query_one("#probe-tests")
+        assert set(tests.selected) == set(probe_mod.QUICK_TESTS)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeScreen)
+
+
+async def test_busy_gpu_listed_unchecked(sim_sampler) -> None:
+    """Every GPU of the simulated DGX runs a job: all listed, none checked."""
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        gpus = screen.query_one("#probe-gpus")
+        assert gpus.option_count == 8 and screen.busy == set(range(8))
+        assert all(BUSY_TEXT in str(gpus.get_option_at_index(i).prompt) for i in range(8))
+
+
+async def test_canned_results_fill_the_table(sim_sampler, monkeypatch) -> None:
+    sampler = sim_sampler("dgx-h100", polls=3)
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        gpus, tests = screen.query_one("#probe-gpus"), screen.query_one("#probe-tests")
+        gpus.select(0)
+        gpus.select(1)
+        tests.deselect_all()
+        for test in TESTS:
+            tests.select(test)
+        await pilot.press("enter")
+        await pilot.pause()
+        session = FakeSession.instances[-1]
+        assert session.started == ([0, 1], TESTS)
+        assert screen.running
+        assert all(run.progress == 0 for run in screen.runs.values())
+
+        session.feed(0, CANNED[0][:2])
+        await pilot.pause()
+        assert screen.runs[0].progress == pytest.approx(0.5 / 3)
+        assert "memory copy 50%" in str(screen.progress_lines()[0])
+        session.feed(0, CANNED[0][2:3])
+        await pilot.pause()
+        assert screen.runs[0].progress == pytest.approx(1 / 3)
+
+        session.feed(0, CANNED[0][3:])
+        session.feed(1, CANNED[1])
+        await pilot.pause()
+        assert not screen.running
+        rows = table_rows(screen)
+        assert len(rows) == 6
+        copy0 = rows[0]
+        assert copy0[:2] == ["GPU 0", "memory copy"]
+        assert copy0[2] == "2,900 GB/s" and copy0[3] == "3,350" and copy0[4] == "87%"
+        assert copy0[5] == "OK" and "read+write" in copy0[6]
+        h2d0 = rows[1]
+        assert h2d0[3] == "63.0" and h2d0[4] == "86%" and h2d0[5] == "OK"  # gen5 x16
+        bf16_1 = rows[5]
+        assert bf16_1[:2] == ["GPU 1", "BF16 matmul"]
+        bf16_spec = probe_mod.gpu_peaks(app.dashboard.node.gpus[1])["bf16_tflops"]
+        assert bf16_1[3] == f"{bf16_spec:,.0f}" and bf16_1[4] == f"{640 / bf16_spec:.0%}"
+        assert bf16_1[5] == "LOW"
+        summary = screen.summary_text
+        assert "GPU 0: all 3 results as expected." in summary
+        assert "GPU 1: BF16 matmul LOW (18% below its siblings)" in summary
+        assert str(screen.query_one("#probe-summary").render()).startswith("GPU 0: all 3")
+        assert all("done (3 tests)" in str(line) for line in screen.progress_lines())
+        telemetry = screen.telemetry_lines()
+        assert telemetry[0].startswith("GPU 0  SM ") and "throttle:" in telemetry[0]
+
+
+async def test_escape_during_a_run_cancels(sim_sampler) -> None:
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.start([], ["memory_copy"])  # the simulated backend: one CPU run
+        await pilot.pause()
+        session = FakeSession.instances[-1]
+        session.feed(None, [hello(None, ["memory_copy"])])
+        await pilot.pause()
+        assert screen.running and list(screen.runs) == [None]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert session.cancelled >= 1
+        assert not isinstance(app.screen, ProbeScreen)
+
+
+async def test_cpu_run_has_no_spec(sim_sampler) -> None:
+    app = GpuTuiApp(sim_sampler("rtx4090", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        assert screen.cpu and screen.query_one("#probe-gpus").disabled
+        await pilot.press("enter")
+        await pilot.pause()
+        session = FakeSession.instances[-1]
+        session.feed(
+            None,
+            [
+                hello(None, ["memory_copy"]),
+                result("memory_copy", 12.5, "GB/s"),
+                protocol.to_dict(protocol.Done(1.0)),
+            ],
+        )
+        await pilot.pause()
+        (row,) = table_rows(screen)
+        assert row[0] == "CPU" and row[3] == "—" and row[5] == CPU_VERDICT
+        assert "CPU: 1 results measured on the CPU" in screen.summary_text
+
+
+async def test_what_fits_matches_fit_module(sim_sampler) -> None:
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        text = str(screen.query_one("#probe-fits-text").render())
+        info = app.dashboard.node.gpus[0]
+        sample = app.latest.sample(0)
+        rows = fit.fits(info.memory_total_bytes, sample.memory_free_bytes)
+        node = fit.node_fits(
+            [
+                (g.memory_total_bytes, app.latest.sample(g.index).memory_free_bytes)
+                for g in app.dashboard.node.gpus
+            ]
+        )
+        assert "What fits — GPU 0" in text
+        fp16 = next(line for line in text.splitlines() if line.startswith("FP16 inference"))
+        assert f"{rows[0].total_b:.0f} B" in fp16 and f"{node[0].total_b:.0f} B" in fp16
+        train = next(line for line in text.splitlines() if line.startswith("training (Adam)"))
+        assert f"{rows[-1].total_b:.1f} B" in train
+        assert "16 bytes per parameter" in text and "sharded" in text
+        # Highlighting another GPU moves the panel to it.
+        screen.query_one("#probe-gpus").highlighted = 3
+        await pilot.pause()
+        assert "What fits — GPU 3" in str(screen.query_one("#probe-fits-text").render())
+
+
+async def test_probe_key_help_and_palette(sim_sampler) -> None:
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert ("p", "Run the probe") in key_rows(app.dashboard)
+        assert "Run the probe" in [title for title, _, _ in gputui_commands(app)]
+        assert app.check_action("probe", ()) is True
+
+
+async def test_probe_hidden_in_replay(sim_sampler, tmp_path) -> None:
+    from gputui.backends.replay import ReplayBackend, replay_sampler
+    from gputui.record import Recorder
+
+    live = sim_sampler("dgx-h100")
+    path = tmp_path / "session.jsonl.gz"
+    with Recorder(path) as recorder:
+        live.add_listener(recorder.write)
+        for _ in range(3):
+            live.poll()
+            live.clock.now += 1.0
+    backend = ReplayBackend(path, start_paused=True)
+    sampler = replay_sampler(backend, backend.open())
+    sampler.poll()
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.check_action("probe", ()) is False
+        assert "p" not in [k for k, _ in key_rows(app.dashboard)]
+        assert "Run the probe" not in [title for title, _, _ in gputui_commands(app)]
+        await pilot.press("p")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeScreen)
+
+
+async def test_summary_names_throttling(sim_sampler, monkeypatch) -> None:
+    """A LOW result while telemetry shows a power cap and clocks below max: the summary says
+    why."""
+    import dataclasses
+
+    from gputui.tui.messages import SnapshotReady
+
+    sampler = sim_sampler("dgx-h100", polls=3)
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.start([0], ["matmul_bf16"])
+        await pilot.pause()
+        snap = app.latest
+        capped = dataclasses.replace(
+            snap.sample(0), clock_sm_mhz=1410, throttle_reasons=frozenset({"sw_power_cap"})
+        )
+        gpus = tuple(capped if s.index == 0 else s for s in snap.gpus)
+        app.post_message(SnapshotReady(dataclasses.replace(snap, gpus=gpus)))
+        await pilot.pause()
+        assert "power cap" in screen.telemetry_lines()[0]
+        session = FakeSession.instances[-1]
+        session.feed(
+            0,
+            [
+                hello(0, ["matmul_bf16"]),
+                result("matmul_bf16", 400.0, "TFLOPS"),
+                protocol.to_dict(protocol.Done(5.0)),
+            ],
+        )
+        await pilot.pause()
+        assert "BF16 matmul LOW" in screen.summary_text
+        assert "SM clock down to 1410 MHz by power cap" in screen.summary_text
+
+
+async def _wait(pilot, condition, seconds: float = 60.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("timed out")
+
+
+async def test_real_cpu_child_runs_and_cancels(sim_sampler) -> None:
+    """The default session on the simulated backend: one real ``--device cpu`` child."""
+    pytest.importorskip("torch")
+    app = GpuTuiApp(sim_sampler("rtx4090", polls=3), start_sampler=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.start([], ["memory_copy"])
+        await _wait(pilot, lambda: not screen.running)
+        (row,) = table_rows(screen)
+        assert row[0] == "CPU" and row[1] == "memory copy" and row[5] == CPU_VERDICT
+        assert "GB/s" in row[2]
+
+        screen.start([], ["matmul_fp32", "matmul_bf16", "memory_copy", "memory_triad"])
+        session = screen.session
+        assert isinstance(session, SubprocessProbeSession)
+        await _wait(pilot, lambda: screen.runs[None].test != "")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeScreen)
+        await _wait(pilot, lambda: all(p.poll() is not None for p in session._procs), 15)
