@@ -8,6 +8,7 @@ from typing import ClassVar
 import pytest
 
 from gputui.probe import protocol
+from gputui.probe.runner import spec_for
 from gputui.specs import fit
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
@@ -19,8 +20,6 @@ from gputui.tui.screens.probe import (
     ProbeEvent,
     ProbeScreen,
     SubprocessProbeSession,
-    compare,
-    spec_value,
 )
 
 pytestmark = pytest.mark.usefixtures("tui_env")
@@ -107,37 +106,22 @@ def table_rows(screen: ProbeScreen) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-# -- pure helpers ---------------------------------------------------------------------------------
+# -- the session adapter -------------------------------------------------------------------------
 
 
-def test_spec_value_and_verdicts() -> None:
-    peaks = {"memory_bw_gbs": 3350.0, "bf16_tflops": 989.0, "fp8_tflops": None}
-    assert spec_value("memory_triad", peaks) == 3350.0
-    assert spec_value("matmul_bf16", peaks) == 989.0
-    assert spec_value("matmul_fp8", peaks) is None
-    assert spec_value("p2p", peaks) is None
-    assert spec_value("h2d", peaks, pcie_gen=5, pcie_width=16) == pytest.approx(63.008)
-    assert spec_value("d2h", peaks, pcie_gen=4, pcie_width=8) == pytest.approx(15.752)
-    assert spec_value("h2d", peaks) is None
-    # BF16: expected 75% of spec; OK from 90% of that (66.75%), WARN from 80% (60%).
-    assert compare("matmul_bf16", 700.0, 989.0).verdict == "OK"
-    assert compare("matmul_bf16", 620.0, 989.0).verdict == "WARN"
-    low = compare("matmul_bf16", 500.0, 989.0)
-    assert low.verdict == "LOW" and low.pct == pytest.approx(50.556, abs=0.01)
-    sibling = compare("matmul_bf16", 640.0, 989.0, best=780.0)
-    assert sibling.verdict == "LOW" and "18% below its siblings" in sibling.reason
-    assert compare("memory_copy", 1.0, None, cpu=True).verdict == CPU_VERDICT
-    assert compare("p2p", 100.0, None).verdict == "—"
+def test_subprocess_session_targets(sim_sampler) -> None:
+    """GPUs map to ``cuda:N`` in PCI bus order; the CPU run is one CPU target."""
 
+    class Screen:
+        node = sim_sampler("dgx-h100", polls=1).poll().node
 
-def test_subprocess_session_commands() -> None:
-    session = SubprocessProbeSession(None, python="/py")  # type: ignore[arg-type]
-    assert session.command(3, ["h2d", "d2h"]) == [
-        "/py",
-        *("-m", "gputui.probe", "--device", "cuda:3", "--tests", "h2d,d2h"),
-    ]
-    cpu = session.command(None, ["memory_copy"])
-    assert cpu[3:7] == ["--device", "cpu", "--size-scale", "0.01"]
+    gpus = SubprocessProbeSession(Screen(), python="/py")  # type: ignore[arg-type]
+    targets = gpus.targets([3, 0])
+    assert [(t.gpu, t.label) for t in targets] == [(3, "GPU 3"), (0, "GPU 0")]
+    assert all(t.device.startswith("cuda:") for t in targets)
+    cpu = SubprocessProbeSession(Screen(), cpu=True)  # type: ignore[arg-type]
+    (target,) = cpu.targets([])
+    assert (target.gpu, target.device, target.label) == (None, "cpu", "CPU")
 
 
 # -- the screen -----------------------------------------------------------------------------------
@@ -220,12 +204,12 @@ async def test_canned_results_fill_the_table(sim_sampler, monkeypatch) -> None:
         assert h2d0[3] == "63.0" and h2d0[4] == "86%" and h2d0[5] == "OK"  # gen5 x16
         bf16_1 = rows[5]
         assert bf16_1[:2] == ["GPU 1", "BF16 matmul"]
-        bf16_spec = probe_mod.gpu_peaks(app.dashboard.node.gpus[1])["bf16_tflops"]
+        bf16_spec = spec_for(app.dashboard.node.gpus[1])[1]["bf16_tflops"]
         assert bf16_1[3] == f"{bf16_spec:,.0f}" and bf16_1[4] == f"{640 / bf16_spec:.0%}"
         assert bf16_1[5] == "LOW"
         summary = screen.summary_text
         assert "GPU 0: all 3 results as expected." in summary
-        assert "GPU 1: BF16 matmul LOW (18% below its siblings)" in summary
+        assert "GPU 1: BF16 matmul 18% below its siblings (LOW)" in summary
         assert str(screen.query_one("#probe-summary").render()).startswith("GPU 0: all 3")
         assert all("done (3 tests)" in str(line) for line in screen.progress_lines())
         telemetry = screen.telemetry_lines()
@@ -364,7 +348,8 @@ async def test_summary_names_throttling(sim_sampler, monkeypatch) -> None:
             ],
         )
         await pilot.pause()
-        assert "BF16 matmul LOW" in screen.summary_text
+        assert "BF16 matmul at 40% of spec" in screen.summary_text
+        assert "(LOW)" in screen.summary_text
         assert "SM clock down to 1410 MHz by power cap" in screen.summary_text
 
 
@@ -395,4 +380,6 @@ async def test_real_cpu_child_runs_and_cancels(sim_sampler) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ProbeScreen)
-        await _wait(pilot, lambda: all(p.poll() is not None for p in session._procs), 15)
+        runner = session.runner
+        assert runner is not None and runner.cancelled
+        await _wait(pilot, lambda: all(c.proc.poll() is not None for c in runner._children), 15)

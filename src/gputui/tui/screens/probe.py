@@ -14,22 +14,16 @@ Top to bottom:
 
 The screen never runs the probe itself: it talks to a :class:`ProbeSession` (start, cancel) and
 receives the worker's protocol messages as :class:`ProbeEvent` Textual messages. The default
-:class:`SubprocessProbeSession` runs one ``python -m gputui.probe`` child per GPU, each read by
-a Textual thread worker, so nothing blocks the UI thread. On the simulated backend (or with no
-GPU) it runs one ``--device cpu`` child, labelled CPU, with no spec comparison. Esc cancels a
-running probe (the children are terminated) and closes the screen.
+:class:`SubprocessProbeSession` is a thin adapter over :class:`gputui.probe.runner.ProbeRunner`,
+run in a Textual thread worker so nothing blocks the UI thread. On the simulated backend (or with
+no GPU) it probes the CPU, labelled CPU, with no spec comparison. Esc cancels a running probe
+(the children are terminated) and closes the screen.
 
-Spec comparison (:func:`compare`) is a small pure helper here until the probe runner's
-``verdict.py`` takes it over.
+Spec, expected fraction, verdict and the sibling rule come from :mod:`gputui.probe.verdict`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -43,9 +37,23 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from gputui.format import NA, fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize, short_gpu_name
-from gputui.model import GpuInfo, GpuSample, NodeInfo, Snapshot, describe_throttle
+from gputui.format import NA as NO_VALUE
+from gputui.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize, short_gpu_name
+from gputui.model import GpuSample, NodeInfo, Snapshot, describe_throttle
 from gputui.probe import protocol
+from gputui.probe.runner import ProbeRunner, Target, cuda_index_map, spec_for
+from gputui.probe.verdict import (
+    LOW,
+    NA,
+    WARN,
+    Judged,
+    apply_node_relative,
+    describe,
+    expected_fraction,
+    family,
+    judge,
+    spec_value,
+)
 from gputui.specs import fit
 
 if TYPE_CHECKING:
@@ -79,108 +87,8 @@ CPU_SIZE_SCALE = 0.01
 CPU_LABEL = "CPU"
 CPU_VERDICT = "CPU — no spec"
 PROGRESS_WIDTH = 24
-CANCEL_KILL_AFTER_S = 5.0
 
-# -- spec comparison -------------------------------------------------------------------------------
-
-PCIE_LANE_GBS: dict[int, float] = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-"""Usable GB/s per lane and direction after line encoding, by PCIe generation."""
-TEST_PEAK: dict[str, str] = {
-    "memory_copy": "memory_bw_gbs",
-    "memory_triad": "memory_bw_gbs",
-    "matmul_fp32": "fp32_tflops",
-    "matmul_tf32": "tf32_tflops",
-    "matmul_fp16": "fp16_tflops",
-    "matmul_bf16": "bf16_tflops",
-    "matmul_fp8": "fp8_tflops",
-}
-"""The :func:`gputui.specs.scaled_peaks` key each test compares with (h2d/d2h: the PCIe link)."""
-DEFAULT_EXPECTED = 0.75
-EXPECTED_FRACTION: dict[str, float] = {
-    "memory_copy": 0.80,
-    "memory_triad": 0.80,
-    "h2d": 0.85,
-    "d2h": 0.85,
-    "matmul_fp8": 0.70,
-}
-"""The fraction of the spec a healthy GPU reaches in this probe (probe-and-check-method.md §7);
-:data:`DEFAULT_EXPECTED` for the others."""
-OK_OF_EXPECTED = 0.90
-WARN_OF_EXPECTED = 0.80
-SIBLING_FRACTION = 0.90
-"""On several GPUs a result below this fraction of the node's best for the test is LOW."""
-
-
-@dataclass(frozen=True)
-class Comparison:
-    spec: float | None
-    pct: float | None
-    """Measured as % of spec."""
-    verdict: str
-    """``OK``, ``WARN``, ``LOW``, ``—`` (no spec) or :data:`CPU_VERDICT`."""
-    reason: str = ""
-
-
-def spec_value(
-    test: str,
-    peaks: dict[str, float | None] | None,
-    *,
-    pcie_gen: int | None = None,
-    pcie_width: int | None = None,
-) -> float | None:
-    """The spec value (same unit as the worker's result) for ``test``, or None."""
-    if test in ("h2d", "d2h"):
-        if pcie_gen is None or pcie_width is None or pcie_gen not in PCIE_LANE_GBS:
-            return None
-        return PCIE_LANE_GBS[pcie_gen] * pcie_width
-    key = TEST_PEAK.get(test)
-    if key is None or peaks is None:
-        return None
-    return peaks.get(key)
-
-
-def compare(
-    test: str,
-    measured: float,
-    spec: float | None,
-    *,
-    cpu: bool = False,
-    best: float | None = None,
-) -> Comparison:
-    """% of spec and the verdict: OK at >= 90% of the expected fraction of spec, WARN 80–90%,
-    LOW below, or LOW at < 90% of ``best`` (the node's best GPU on this test).
-
-    A pure helper kept in the screen until the probe runner's ``verdict.py`` replaces it."""
-    if cpu:
-        return Comparison(None, None, CPU_VERDICT)
-    if spec is None or spec <= 0:
-        return Comparison(None, None, "—", "no spec value")
-    ratio = measured / spec
-    expected = EXPECTED_FRACTION.get(test, DEFAULT_EXPECTED)
-    of_expected = ratio / expected
-    if of_expected >= OK_OF_EXPECTED:
-        verdict, reason = "OK", ""
-    elif of_expected >= WARN_OF_EXPECTED:
-        verdict, reason = "WARN", f"below the expected {expected:.0%} of spec"
-    else:
-        verdict, reason = "LOW", f"well below the expected {expected:.0%} of spec"
-    if best is not None and best > 0 and measured < SIBLING_FRACTION * best:
-        verdict = "LOW"
-        reason = f"{1 - measured / best:.0%} below its siblings"
-    return Comparison(spec, ratio * 100.0, verdict, reason)
-
-
-def gpu_peaks(info: GpuInfo) -> dict[str, float | None] | None:
-    """Scaled spec peaks for a GPU, or None when the name is not known at all."""
-    from gputui.specs import lookup, scaled_peaks
-
-    match = lookup(
-        info.name,
-        sm_count=info.sm_count,
-        clock_mhz=info.sm_clock_max_mhz,
-        compute_capability=info.compute_capability,
-    )
-    return None if match is None else scaled_peaks(match)
+# -- helpers ---------------------------------------------------------------------------------------
 
 
 def is_busy(index: int, snapshot: Snapshot | None) -> bool:
@@ -225,95 +133,88 @@ SessionFactory = Callable[["ProbeScreen"], ProbeSession]
 
 
 class SubprocessProbeSession:
-    """One ``python -m gputui.probe`` child per GPU (one CPU child when ``cpu``), each read in a
-    Textual thread worker; JSON lines are decoded with :func:`protocol.decode`."""
+    """A :class:`ProbeSession` over :class:`ProbeRunner`: one worker child per GPU (one CPU child
+    with a small size scale when ``cpu``), run to the end in a Textual thread worker. Every
+    runner event is posted to the screen as a :class:`ProbeEvent`; each device gets exactly one
+    ``done`` (the runner starts a GPU's PCIe/P2P tests in a second child, and a crashed or
+    cancelled child sends none: the adapter posts it when :meth:`ProbeRunner.run` returns)."""
 
     def __init__(self, screen: ProbeScreen, *, cpu: bool = False, python: str | None = None):
         self.screen = screen
         self.cpu = cpu
-        self.python = python or sys.executable
-        self._procs: list[subprocess.Popen[bytes]] = []
-        self._lock = threading.Lock()
-        self._cancelled = False
+        self.python = python
+        self.runner: ProbeRunner | None = None
+        self._children: dict[int | None, int] = {}
+        self._hello: set[int | None] = set()
+        self._done: set[int | None] = set()
 
-    def command(self, gpu: int | None, tests: list[str]) -> list[str]:
-        cmd = [self.python, "-m", "gputui.probe"]
-        if gpu is None:
-            cmd += ["--device", "cpu", "--size-scale", str(CPU_SIZE_SCALE)]
-        else:
-            cmd += ["--device", f"cuda:{gpu}"]
-        if tests:
-            cmd += ["--tests", ",".join(tests)]
-        return cmd
+    def targets(self, gpus: list[int]) -> list[Target]:
+        if self.cpu:
+            return [Target(None, "cpu", CPU_LABEL)]
+        cuda = cuda_index_map(self.screen.node)
+        return [Target(g, f"cuda:{cuda.get(g, g)}", f"GPU {g}") for g in gpus]
 
     def start(self, gpus: list[int], tests: list[str]) -> None:
-        self._cancelled = False
-        targets: list[int | None] = [None] if self.cpu else list(gpus)
-        for gpu in targets:
-            self.screen.run_worker(
-                lambda gpu=gpu: self._run(gpu, tests),
-                thread=True,
-                group="probe",
-                exit_on_error=False,
-            )
+        runner = ProbeRunner(
+            self.targets(gpus),
+            tests=tests,
+            python=self.python,
+            size_scale=CPU_SIZE_SCALE if self.cpu else None,
+            on_event=self._event,
+        )
+        self.runner = runner
+        children: dict[int | None, int] = {}
+        for phase in runner.phases():
+            for target, _ in phase:
+                children[target.gpu] = children.get(target.gpu, 0) + 1
+        self._children = children
+        self._hello = set()
+        self._done = set()
+        self.screen.run_worker(
+            lambda: self._run(runner), thread=True, group="probe", exit_on_error=False
+        )
 
     def _post(self, gpu: int | None, msg: dict[str, Any]) -> None:
         self.screen.post_message(ProbeEvent(gpu, msg))
 
-    def _run(self, gpu: int | None, tests: list[str]) -> None:
-        """In a worker thread: start the child, forward its messages, always end with done."""
-        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")  # cuda:N == NVML index N
+    def _event(self, gpu: int | None, msg: dict[str, Any]) -> None:
+        """From the runner's thread: one hello and one done per device reach the screen."""
+        kind = msg.get("type")
+        if kind == "hello":
+            if gpu in self._hello:
+                return
+            self._hello.add(gpu)
+        elif kind == "done":
+            self._children[gpu] = self._children.get(gpu, 1) - 1
+            if self._children[gpu] > 0 or gpu in self._done:
+                return
+            self._done.add(gpu)
+        self._post(gpu, msg)
+
+    def _run(self, runner: ProbeRunner) -> None:
+        """In a worker thread: run to the end, then end every device that got no done."""
         try:
-            proc = subprocess.Popen(
-                self.command(gpu, tests),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-            )
-        except OSError as exc:
-            self._post(gpu, {"type": "error", "test": None, "message": str(exc)})
-            self._post(gpu, {"type": "done", "seconds": 0.0, "cancelled": False})
-            return
-        with self._lock:
-            self._procs.append(proc)
-            cancelled = self._cancelled
-        if cancelled:
-            proc.terminate()
-        done = False
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            try:
-                msg = protocol.decode(line)
-            except protocol.ProtocolError:
-                continue  # not ours (a stray print): skip it
-            done = done or msg.get("type") == "done"
-            self._post(gpu, msg)
-        code = proc.wait()
-        if not done:
-            if not self._cancelled:
-                self._post(gpu, {"type": "error", "test": None, "message": f"exit code {code}"})
-            self._post(gpu, {"type": "done", "seconds": 0.0, "cancelled": self._cancelled})
+            runs = runner.run()
+        except Exception as exc:  # the screen must never wait forever
+            runs = {}
+            for target in runner.targets:
+                self._post(target.gpu, {"type": "error", "test": None, "message": str(exc)})
+        for target in runner.targets:
+            if target.gpu in self._done:
+                continue
+            run = runs.get(target.gpu)
+            if run is not None and run.error_kind == "start":
+                for error in run.errors:
+                    self._post(target.gpu, {"type": "error", "test": None, "message": error})
+            self._done.add(target.gpu)
+            cancelled = runner.cancelled or (run is not None and run.cancelled)
+            seconds = run.seconds if run is not None else 0.0
+            self._post(target.gpu, {"type": "done", "seconds": seconds, "cancelled": cancelled})
 
     def cancel(self) -> None:
-        """Terminate every child (SIGTERM: the worker stops and frees memory); kill after 5 s."""
-        with self._lock:
-            self._cancelled = True
-            procs = [p for p in self._procs if p.poll() is None]
-        for proc in procs:
-            try:
-                proc.terminate()
-            except OSError:
-                continue
-            timer = threading.Timer(CANCEL_KILL_AFTER_S, _kill_if_running, (proc,))
-            timer.daemon = True
-            timer.start()
-
-
-def _kill_if_running(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(OSError):
-            proc.kill()
+        """SIGTERM to every child now, SIGKILL after a grace period (the runner's)."""
+        if self.runner is not None:
+            self.runner.cancel()
 
 
 def default_session(screen: ProbeScreen) -> ProbeSession:
@@ -370,7 +271,7 @@ def progress_bar(fraction: float, width: int = PROGRESS_WIDTH) -> str:
 
 def _fmt_value(value: float | None) -> str:
     if value is None:
-        return NA
+        return NO_VALUE
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:
@@ -418,6 +319,7 @@ class ProbeScreen(Screen[None]):
         self.summary_text = ""
         self.fits_gpu: int | None = node.gpus[0].index if node.gpus else None
         self._peaks: dict[int, dict[str, float | None] | None] = {}
+        self._link_gbs: dict[int, float | None] = {}
         self._pcie: dict[int, tuple[int | None, int | None]] = {}
         self.busy = {info.index for info in node.gpus if is_busy(info.index, snapshot)}
 
@@ -627,12 +529,14 @@ class ProbeScreen(Screen[None]):
         self.notes = []
         self.summary_text = ""
         self._peaks.clear()
+        self._link_gbs.clear()
         self._pcie.clear()
         for gpu in targets:
             if gpu is None:
                 continue
             info = self.node.gpu(gpu)
-            self._peaks[gpu] = gpu_peaks(info) if info is not None else None
+            match, self._peaks[gpu] = spec_for(info) if info is not None else (None, None)
+            self._link_gbs[gpu] = match.spec.link_gbs if match is not None else None
             sample = self.snapshot.sample(gpu) if self.snapshot is not None else None
             if sample is not None:
                 self._pcie[gpu] = (sample.pcie_gen, sample.pcie_width)
@@ -703,38 +607,55 @@ class ProbeScreen(Screen[None]):
 
     # -- results -----------------------------------------------------------------------------------
 
-    def comparisons(self) -> list[tuple[ResultRow, Comparison]]:
-        """Every result with its spec, % and verdict (siblings compared on several GPUs)."""
-        best: dict[str, float] = {}
-        gpus = {r.gpu for r in self.results}
-        if len(gpus) > 1:
-            for r in self.results:
-                best[r.test] = max(best.get(r.test, 0.0), r.value)
-        out = []
+    def judged(self) -> list[Judged]:
+        """Every result judged by :mod:`gputui.probe.verdict`: spec, expected fraction, verdict,
+        and on several GPUs the sibling rule (LOW below 90% of the node's best)."""
+        out: list[Judged] = []
+        limits: dict[int, tuple[float | None, float | None]] = {}
         for r in self.results:
-            if r.gpu is None:
-                out.append((r, compare(r.test, r.value, None, cpu=True)))
-                continue
-            gen, width = self._pcie.get(r.gpu, (None, None))
-            spec = spec_value(r.test, self._peaks.get(r.gpu), pcie_gen=gen, pcie_width=width)
-            out.append((r, compare(r.test, r.value, spec, best=best.get(r.test))))
+            j = Judged(r.gpu, self._label(r.gpu), r.test, r.value, r.unit, r.method)
+            info = self.node.gpu(r.gpu) if r.gpu is not None else None
+            if r.gpu is not None and info is not None:
+                gen, width = self._pcie.get(r.gpu, (None, None))
+                j.spec, j.spec_source = spec_value(
+                    r.test,
+                    self._peaks.get(r.gpu),
+                    pcie_gen=gen,
+                    pcie_width=width,
+                    link_gbs=self._link_gbs.get(r.gpu),
+                )
+                j.expected = expected_fraction(family(info.architecture), r.test)
+                limits[r.gpu] = (info.sm_clock_max_mhz, info.power_default_limit_w)
+                judge(
+                    j,
+                    sm_clock_max_mhz=info.sm_clock_max_mhz,
+                    power_default_limit_w=info.power_default_limit_w,
+                )
+            out.append(j)
+        apply_node_relative(out, limits)
         return out
+
+    @staticmethod
+    def _verdict(j: Judged) -> str:
+        if j.gpu is None:
+            return CPU_VERDICT
+        return "—" if j.verdict == NA else j.verdict
 
     def _show_results(self) -> None:
         if not self.is_mounted:
             return
         table = self.query_one("#probe-results", DataTable)
         table.clear()
-        for r, c in self.comparisons():
-            verdict = Text(c.verdict, style=VERDICT_STYLE.get(c.verdict, "dim"))
+        for j in self.judged():
+            pct = j.pct_of_spec
             table.add_row(
-                self._label(r.gpu),
-                TEST_NAMES.get(r.test, r.test),
-                Text(f"{_fmt_value(r.value)} {r.unit}", justify="right"),
-                Text(_fmt_value(c.spec) if c.spec is not None else "—", justify="right"),
-                Text(f"{c.pct:.0f}%" if c.pct is not None else "—", justify="right"),
-                verdict,
-                sanitize(r.method),
+                j.label,
+                TEST_NAMES.get(j.test, j.test),
+                Text(f"{_fmt_value(j.value)} {j.unit}", justify="right"),
+                Text(_fmt_value(j.spec) if j.spec else "—", justify="right"),
+                Text(f"{pct:.0f}%" if pct is not None else "—", justify="right"),
+                Text(self._verdict(j), style=VERDICT_STYLE.get(j.verdict, "dim")),
+                sanitize(j.method),
             )
 
     def progress_lines(self) -> list[Text]:
@@ -766,9 +687,9 @@ class ProbeScreen(Screen[None]):
     def summary(self) -> str:
         """A few plain sentences: per GPU the worst results, why when telemetry tells, notes."""
         parts: list[str] = []
-        by_gpu: dict[int | None, list[tuple[ResultRow, Comparison]]] = {}
-        for r, c in self.comparisons():
-            by_gpu.setdefault(r.gpu, []).append((r, c))
+        by_gpu: dict[int | None, list[Judged]] = {}
+        for j in self.judged():
+            by_gpu.setdefault(j.gpu, []).append(j)
         for gpu, run in self.runs.items():
             who = self._label(gpu)
             rows = by_gpu.get(gpu, [])
@@ -780,17 +701,15 @@ class ProbeScreen(Screen[None]):
                     f"{who}: {len(rows)} results measured on the CPU (no spec to compare)."
                 )
                 continue
-            bad = [(r, c) for r, c in rows if c.verdict in ("WARN", "LOW")]
+            bad = sorted(
+                (j for j in rows if j.verdict in (LOW, WARN)), key=lambda j: j.verdict != LOW
+            )
             if not rows:
                 parts.append(f"{who}: no results{f' ({run.error})' if run.error else ''}.")
             elif not bad:
                 parts.append(f"{who}: all {len(rows)} results as expected.")
             else:
-                words = "; ".join(
-                    f"{TEST_NAMES.get(r.test, r.test)} {c.verdict} "
-                    f"({c.reason or f'{c.pct:.0f}% of spec'})"
-                    for r, c in bad
-                )
+                words = "; ".join(f"{describe(j)} ({j.verdict})" for j in bad)
                 why = self._why(run)
                 parts.append(f"{who}: {words}{f'; {why}' if why else ''}.")
         parts += self.notes
@@ -821,15 +740,11 @@ class ProbeScreen(Screen[None]):
 __all__ = [
     "BUSY_TEXT",
     "CPU_VERDICT",
-    "PCIE_LANE_GBS",
     "QUICK_TESTS",
-    "Comparison",
     "ProbeEvent",
     "ProbeScreen",
     "ProbeSession",
     "SubprocessProbeSession",
-    "compare",
     "cpu_mode",
     "is_busy",
-    "spec_value",
 ]
