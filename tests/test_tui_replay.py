@@ -485,3 +485,28 @@ async def test_replaying_a_real_recording(recording) -> None:
         wall.now += 1
         await pilot.press("space", "home")
         assert backend.position == T0 and backend.paused
+
+
+def test_a_live_session_does_not_import_replay_or_recording() -> None:
+    """Start-up is budgeted: the live dashboard must not load the replay and recording code."""
+    import subprocess
+    import sys
+
+    script = """
+import asyncio, sys
+from gputui.demo import fake_clock_sampler
+from gputui.tui.app import GpuTuiApp
+
+async def main():
+    app = GpuTuiApp(fake_clock_sampler("dgx-h100", polls=2), start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+
+asyncio.run(main())
+print(sorted(m for m in sys.modules if m in ("gputui.record", "gputui.backends.replay")))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -9,6 +9,7 @@ one (so a live session does not load it).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +20,14 @@ SEEK_LONG_S = 60.0
 
 
 def replay_backend(backend: object) -> Any | None:
-    """``backend`` when it replays a recording, else None."""
-    try:
-        from gputui.backends.replay import ReplayBackend
-    except ImportError:  # pragma: no cover - the replay backend ships with gputui
+    """``backend`` when it replays a recording, else None.
+
+    A ReplayBackend exists only once its module has been imported, so a live session never pays
+    for importing the replay and recording modules just to ask."""
+    module = sys.modules.get("gputui.backends.replay")
+    if module is None:
         return None
-    return backend if isinstance(backend, ReplayBackend) else None
+    return backend if isinstance(backend, module.ReplayBackend) else None
 
 
 def fmt_hms(seconds: float) -> str:
