@@ -1,10 +1,9 @@
 """NVIDIA XID codes: how bad each one is and what it means, and XIDs read from the kernel log.
 
-Grading follows ``shared/reference/probe-and-check-method.md`` ("Recommended check list", row 4):
-the codes AWS's EKS agent and Azure's health checks treat as node-level failures are ``fail``;
-63 (a row remap / page retirement recorded, reset to activate) and 94 (contained ECC error, only
-the affected application died) are ``warn``; 13, 31, 43 and 45 are usually application bugs and are
-``info``. Meanings are short summaries of NVIDIA's XID catalog
+Grading: the codes AWS's EKS agent and Azure's health checks treat as node-level failures are
+``fail``; 63 (a row remap / page retirement recorded, reset to activate) and 94 (contained ECC
+error, only the affected application died) are ``warn``; 13, 31, 43 and 45 are usually application
+bugs and are ``info``. Meanings are short summaries of NVIDIA's XID catalog
 (docs.nvidia.com/deploy/xid-errors/); an unknown code is ``warn`` with a pointer to that catalog.
 """
 

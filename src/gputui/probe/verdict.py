@@ -1,7 +1,7 @@
 """Judging probe results: spec value per test, expected fraction of spec, verdict and reasons.
 
-Pure functions, no torch and no I/O. The numbers follow
-../shared/reference/probe-and-check-method.md ("Recommended probe design", items 7 and 8):
+Pure functions, no torch and no I/O. The expected fractions come from published measurements
+(ml-engineering's MAMF table, DCGM diagnostic thresholds, nvbandwidth and gpu-stream results):
 
 * spec per test: ``memory_copy`` / ``memory_triad`` -> memory bandwidth; ``h2d`` / ``d2h`` -> the
   negotiated PCIe link (per-lane GB/s x width); ``matmul_*`` -> the dtype's dense peak (MIG /
@@ -100,8 +100,8 @@ EXPECTED: dict[str, dict[str, float]] = {
     "cdna4": {"hbm": 0.75, "pcie": 0.80, "bf16": 0.60, "fp16": 0.60, "fp8": 0.55},
 }
 EXPECTED_SOURCE = (
-    "expected fractions from shared/reference/probe-and-check-method.md (items 7-8: MAMF, DCGM, "
-    "nvbandwidth and gpu-stream measurements); default 0.75 where no measurement exists"
+    "expected fractions from published measurements (ml-engineering MAMF table, DCGM diagnostic "
+    "thresholds, nvbandwidth and gpu-stream results); default 0.75 where none exists"
 )
 
 

@@ -1,8 +1,8 @@
 """Spec-sheet and behaviour numbers of the simulated GPU models.
 
-Static facts follow /work/shared/reference/gpu-specs.csv and what nvidia-smi / amd-smi print for
-these boards; the behaviour numbers (idle and busy power, thermal resistance) are chosen so the
-simulated readings land where real ones do
+Static facts follow the vendors' spec sheets (see ``gputui/specs/gpus.csv``) and what
+nvidia-smi / amd-smi print for these boards; the behaviour numbers (idle and busy power, thermal
+resistance) are chosen so the simulated readings land where real ones do
 (H100 SXM: ~70 W / 35 °C idle, 550-700 W / 60-75 °C busy).
 """
 
