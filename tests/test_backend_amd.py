@@ -46,7 +46,7 @@ T0 = 1_700_000_000.0
 @pytest.fixture(autouse=True)
 def _no_host_sysfs(monkeypatch, tmp_path):
     """The fakes' BDFs may exist on the test machine: never read its real local_cpulist."""
-    monkeypatch.setattr("gputui.backends.amd._SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 def opened(*gpus, **knobs):
@@ -886,7 +886,7 @@ def test_cpu_affinity_from_sysfs(monkeypatch, tmp_path):
     device = tmp_path / "0000:05:00.0"
     device.mkdir()
     (device / "local_cpulist").write_text("0-47\n")
-    monkeypatch.setattr("gputui.backends.amd._SYSFS_PCI_DEVICES", tmp_path)
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path)
     _backend, node = open_node(mi300x_node(count=2))
     assert [loc.cpu_affinity for loc in node.topology.locality] == ["0-47", None]
 

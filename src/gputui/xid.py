@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 
 from gputui.model import GpuEvent, NodeInfo, Severity
+from gputui.pci import pci_device_key
 
 XID_TABLE: dict[int, tuple[Severity, str]] = {
     13: (
@@ -95,20 +96,7 @@ def xid_hint(code: int) -> str:
 def normalize_pci_bus_id(bus_id: str) -> tuple[int, int, int] | None:
     """(domain, bus, device) of ``"0000:3b:00"``, ``"00000000:3B:00.0"`` or ``"3b:00.0"``;
     the function number is ignored (XID lines name the device); None when unparsable."""
-    text = bus_id.strip().lower()
-    if text.startswith("pci:"):
-        text = text[4:]
-    parts = text.split(":")
-    try:
-        if len(parts) == 3:
-            domain, bus, dev = parts
-        elif len(parts) == 2:
-            domain, (bus, dev) = "0", parts
-        else:
-            return None
-        return int(domain, 16), int(bus, 16), int(dev.split(".", 1)[0], 16)
-    except ValueError:
-        return None
+    return pci_device_key(bus_id)
 
 
 # -- kernel log ------------------------------------------------------------------------------------

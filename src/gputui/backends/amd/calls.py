@@ -1,0 +1,156 @@
+"""The one place that calls amdsmi for a GPU.
+
+:meth:`AmdCalls.call` turns "N/A" answers and errors into ``None``: NOT_SUPPORTED (and other
+errors that cannot change while we run) is remembered per (GPU, call) and never asked again;
+RETRY/BUSY is ``None`` for this tick only; an error meaning the GPU is gone (NOT_FOUND,
+DRIVER_NOT_LOADED, ...) is confirmed with a second call and then raises :class:`GpuGone`, which
+turns that GPU's sample into ``lost=True`` while the other GPUs carry on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputui.backends.common import UnsupportedCalls
+
+# amdsmi_wrapper.AMDSMI_STATUS_* values (C ABI, stable); read from the module when it has them.
+_STATUS_DEFAULTS: dict[str, int] = {
+    "NOT_SUPPORTED": 2,
+    "NOT_YET_IMPLEMENTED": 3,
+    "FAIL_LOAD_SYMBOL": 5,
+    "DRM_ERROR": 6,
+    "TIMEOUT": 8,
+    "RETRY": 9,
+    "NO_PERM": 10,
+    "INTERRUPT": 11,
+    "IO": 12,
+    "BUSY": 30,
+    "NOT_FOUND": 31,
+    "NOT_INIT": 32,
+    "DRIVER_NOT_LOADED": 34,
+    "AMDGPU_RESTART_ERR": 54,
+}
+# Errors that cannot go away while we run: remembered per (GPU, call), never asked again.
+# NO_PERM is here too: group membership (render/video) does not change inside a running process.
+_PERMANENT = ("NOT_SUPPORTED", "NOT_YET_IMPLEMENTED", "FAIL_LOAD_SYMBOL", "NO_PERM")
+# Busy or interrupted: None this tick, asked again next tick.
+_TRANSIENT = ("RETRY", "BUSY", "TIMEOUT", "INTERRUPT")
+# The GPU (or its driver) has gone away; confirmed with a second call before the GPU is marked lost.
+_GONE = ("NOT_FOUND", "NOT_INIT", "DRIVER_NOT_LOADED", "AMDGPU_RESTART_ERR", "DRM_ERROR", "IO")
+# Errors that are bugs in how a call was made (or in the wrapper): they repeat forever.
+_PARAMETER_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+_INIT_MESSAGES = {
+    "DRIVER_NOT_LOADED": "amdgpu driver not loaded",
+    "NO_PERM": "no permission (add the user to the render and video groups)",
+}
+
+MISSING = object()
+"""What :meth:`AmdCalls.enum` gives for an enum member this amdsmi lacks."""
+
+
+class GpuGone(Exception):
+    """The GPU stopped answering in a way that means it is gone."""
+
+
+class AmdCalls:
+    """Per-GPU calls into one amdsmi module, with the memory of unsupported calls.
+
+    ``handles`` holds the processor handles once the library lists them; GPU ``i`` is
+    ``handles[i]``.
+    """
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+        self.handles: list[Any] = []
+        self.unsupported = UnsupportedCalls()
+        wrapper = getattr(lib, "amdsmi_wrapper", None)
+        self._status: dict[str, int] = {}
+        for name, default in _STATUS_DEFAULTS.items():
+            value = getattr(wrapper, f"AMDSMI_STATUS_{name}", default)
+            self._status[name] = value if isinstance(value, int) else default
+        self._permanent = frozenset(self._status[n] for n in _PERMANENT)
+        self._transient = frozenset(self._status[n] for n in _TRANSIENT)
+        self._gone = frozenset(self._status[n] for n in _GONE)
+
+    def call(self, index: int, key: str, fn_name: str, *args: Any) -> Any:
+        """Call ``fn_name(handle, *args)`` for GPU ``index``; None when the answer is not usable.
+
+        ``key`` names the reading for the memory of unsupported calls (it includes the
+        arguments when one function serves several readings).
+        """
+        if self.unsupported.has(index, key):
+            return None
+        fn = getattr(self.lib, fn_name, None)
+        if fn is None or any(arg is MISSING for arg in args):  # an amdsmi without this call/enum
+            self.unsupported.add(index, key)
+            return None
+        try:
+            return fn(self.handles[index], *args)
+        except Exception as exc:
+            return self._failed(index, key, fn_name, exc)
+
+    def is_unsupported(self, index: int, key: str) -> bool:
+        return self.unsupported.has(index, key)
+
+    def enum(self, enum_name: str, member: str) -> Any:
+        """``amdsmi.<enum_name>.<member>``, or :data:`MISSING` when this amdsmi lacks it."""
+        return getattr(getattr(self.lib, enum_name, None), member, MISSING)
+
+    def describe(self, exc: BaseException) -> str:
+        """One line for an amdsmi error ("AMDSMI_STATUS_NOT_FOUND - Device Not found (31)")."""
+        info = getattr(exc, "err_info", None)
+        code = getattr(exc, "err_code", None)
+        if isinstance(info, str) and info:
+            return f"{info} ({code})" if isinstance(code, int) else info
+        return " ".join(str(exc).split()) or type(exc).__name__
+
+    def init_error(self, exc: Exception) -> str:
+        """One line for the user from an error raised by ``amdsmi_init``."""
+        code = self._error_code(exc)
+        for status, message in _INIT_MESSAGES.items():
+            if code is not None and code == self._status[status]:
+                return message
+        return f"AMD-SMI init failed: {self.describe(exc)}"
+
+    def _failed(self, index: int, key: str, fn_name: str, exc: Exception) -> None:
+        code = self._error_code(exc)
+        if code is None:
+            parameter_exc = getattr(self.lib, "AmdSmiParameterException", ())
+            # Parameter errors and wrapper bugs (TypeError in some 7.0.2 functions) repeat forever.
+            if isinstance(exc, _PARAMETER_ERRORS) or (
+                parameter_exc and isinstance(exc, parameter_exc)
+            ):
+                self.unsupported.add(index, key)
+            return None
+        if code in self._transient:
+            return None
+        if code in self._permanent:
+            self.unsupported.add(index, key)
+            return None
+        if code in self._gone and self._confirm_gone(index, fn_name):
+            raise GpuGone(f"GPU lost: {self.describe(exc)}")
+        return None
+
+    def _confirm_gone(self, index: int, failed_fn: str) -> bool:
+        """Ask the GPU something simple; a "gone" answer again means it really is gone."""
+        lib = self.lib
+        handle = self.handles[index]
+        try:
+            if failed_fn != "amdsmi_get_gpu_activity":
+                lib.amdsmi_get_gpu_activity(handle)
+            else:
+                lib.amdsmi_get_gpu_memory_usage(handle, lib.AmdSmiMemoryType.VRAM)
+        except Exception as exc:
+            return self._error_code(exc) in self._gone
+        return False
+
+    def _error_code(self, exc: BaseException) -> int | None:
+        library_exc = getattr(self.lib, "AmdSmiLibraryException", None)
+        if library_exc is None or not isinstance(exc, library_exc):
+            return None
+        retry_exc = getattr(self.lib, "AmdSmiRetryException", None)
+        if retry_exc is not None and isinstance(exc, retry_exc):
+            return self._status["RETRY"]
+        code = getattr(exc, "err_code", None)
+        return code if isinstance(code, int) else None

@@ -1,0 +1,139 @@
+"""The one place that talks to NVML for a device, and the per-GPU state the adapter keeps.
+
+Every per-device call goes through :meth:`NvmlCalls.query`: an answer of "not supported" (or a
+symbol the driver or binding lacks) becomes ``None`` and is remembered per GPU, so that call is
+never made again; ``GpuIsLost`` raises :class:`GpuLost`, which marks that GPU lost while the
+other GPUs carry on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputui.backends.common import CounterRates, UnsupportedCalls
+from gputui.model import GpuInfo, MigDeviceInfo
+
+LOST_MESSAGE = "GPU is lost (fell off the bus)"
+
+
+class GpuLost(Exception):
+    """Raised inside the adapter when a call says the GPU is lost."""
+
+
+@dataclass
+class MigSlice:
+    handle: Any
+    info: MigDeviceInfo
+    key: str  # prefix of this slice's call keys ("mig3/")
+
+
+@dataclass
+class NvmlGpu:
+    """Per-GPU state: the cached handle, MIG slices, counter baselines, link ids."""
+
+    index: int
+    handle: Any = None
+    info: GpuInfo | None = None
+    lost: bool = False
+    error: str | None = None
+    migs: list[MigSlice] = field(default_factory=list)
+    rates: CounterRates[str] = field(default_factory=CounterRates)
+    util_seen_us: dict[str, int] = field(default_factory=dict)
+    nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
+
+    def mark_lost(self, message: str = LOST_MESSAGE) -> None:
+        self.lost = True
+        self.error = message
+
+
+class NvmlCalls:
+    """Per-device calls into one initialised NVML, with the memory of unsupported calls."""
+
+    def __init__(self, nvml: Any) -> None:
+        self.nvml = nvml
+        self.unsupported = UnsupportedCalls()
+        self._unsupported_errors: tuple[type[BaseException], ...] = (
+            *error_classes(
+                nvml,
+                "NVMLError_NotSupported",
+                "NVMLError_FunctionNotFound",
+                "NVMLError_NoPermission",
+                "NVMLError_InvalidArgument",
+                "NVMLLibraryMismatchError",
+            ),
+            ctypes.ArgumentError,  # argument types the driver's symbol does not take
+        )
+        self.lost_errors = error_classes(nvml, "NVMLError_GpuIsLost")
+
+    def query(self, gpu: NvmlGpu, key: str, fn: str | Callable[..., Any] | None, *args: Any) -> Any:
+        """``fn(*args)`` for ``gpu`` (``fn`` a pynvml name or a callable), or None.
+
+        "Not supported" (also a symbol missing from driver or binding, no permission, invalid
+        argument) is remembered under ``key`` and never asked again; other NVML errors are taken
+        as transient; a lost GPU raises :class:`GpuLost`.
+        """
+        if self.unsupported.has(gpu.index, key):
+            return None
+        call = getattr(self.nvml, fn, None) if isinstance(fn, str) else fn
+        if call is None:
+            self.unsupported.add(gpu.index, key)
+            return None
+        try:
+            return call(*args)
+        except self.lost_errors:
+            raise GpuLost from None
+        except self._unsupported_errors:
+            self.unsupported.add(gpu.index, key)
+            return None
+        except self.nvml.NVMLError:
+            return None
+
+    def first(self, gpu: NvmlGpu, key: str, calls: Sequence[str], *args: Any) -> Any:
+        """The first of ``calls`` (newest first) the driver supports; the rest are fallbacks."""
+        for name in calls:
+            value = self.query(gpu, f"{key}:{name}", name, *args)
+            if not self.is_unsupported(gpu, f"{key}:{name}"):
+                return value
+        return None
+
+    def is_unsupported(self, gpu: NvmlGpu, key: str) -> bool:
+        return self.unsupported.has(gpu.index, key)
+
+    def mark_unsupported(self, gpu: NvmlGpu, key: str) -> None:
+        self.unsupported.add(gpu.index, key)
+
+    def system(self, name: str) -> Any:
+        """A system-wide call (driver version ...), or None when missing or failing."""
+        fn = getattr(self.nvml, name, None)
+        if fn is None:
+            return None
+        try:
+            return fn()
+        except self.nvml.NVMLError:
+            return None
+
+
+def error_classes(nvml: Any, *names: str) -> tuple[type[BaseException], ...]:
+    """The binding's exception classes of these names (the ones it has)."""
+    found: list[type[BaseException]] = []
+    for name in names:
+        cls = getattr(nvml, name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
+def init_reason(nvml: Any, exc: BaseException) -> str:
+    """One line for the user from an error raised by nvmlInit (or the first calls after it)."""
+    for name, reason in (
+        ("NVMLError_LibraryNotFound", "libnvidia-ml.so.1 not found (no NVIDIA driver)"),
+        ("NVMLError_DriverNotLoaded", "NVIDIA driver not loaded"),
+        ("NVMLError_NoPermission", "no permission to open the NVIDIA device nodes"),
+    ):
+        cls = getattr(nvml, name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return reason
+    return f"NVML init failed: {exc}"

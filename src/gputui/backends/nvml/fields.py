@@ -1,0 +1,75 @@
+"""NVML field values: many readings in one ``nvmlDeviceGetFieldValues`` call.
+
+A field is asked by (field id, scopeId); the scope is 0 for device-wide fields and the link id
+(or :data:`ALL_LINKS`) for the NVLink counters. Entries that never answer are remembered per
+field, and per link for the per-link scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu
+
+# Field ids (ABI-stable numbers from nvml.h; named here so importing this module needs no pynvml).
+FI_MEMORY_TEMP = 82
+FI_TOTAL_ENERGY = 83  # mJ
+FI_NVLINK_SPEED_COMMON = 90  # common speed of the active links, in MB/s (26562 on H100)
+FI_NVLINK_DATA_TX = 138  # cumulative KiB
+FI_NVLINK_DATA_RX = 139
+FI_PCIE_TX_BYTES = 197  # cumulative bytes
+FI_PCIE_RX_BYTES = 198
+
+ALL_LINKS = 0xFFFFFFFF  # field-value scopeId meaning "sum over every NVLink"
+
+FieldKey = tuple[int, int]
+"""(field id, scopeId)."""
+
+FAST_FIELDS: tuple[FieldKey, ...] = ((FI_TOTAL_ENERGY, 0), (FI_MEMORY_TEMP, 0))
+SLOW_FIELDS: tuple[FieldKey, ...] = (
+    (FI_PCIE_TX_BYTES, 0),
+    (FI_PCIE_RX_BYTES, 0),
+    (FI_NVLINK_DATA_TX, ALL_LINKS),
+    (FI_NVLINK_DATA_RX, ALL_LINKS),
+)
+_PER_LINK_FIELDS = frozenset({FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX})  # scopeId: link id or ALL
+
+# nvmlFieldValue_t.valueType -> the member of its value union; only dVal is a double.
+_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+_RET_SUCCESS = 0
+_RET_GPU_IS_LOST = 15
+# INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND: this field never answers.
+_RET_UNSUPPORTED = frozenset({2, 3, 4, 13})
+
+
+def field_key(field_id: int, scope: int) -> str:
+    """The call key of a field: per field for the device-wide and all-links scopes, per link
+    for the per-link NVLink counters (link 0 is scopeId 0 too)."""
+    if field_id in _PER_LINK_FIELDS and scope != ALL_LINKS:
+        return f"field{field_id}:link{scope}"
+    return f"field{field_id}"
+
+
+def read_fields(
+    calls: NvmlCalls, gpu: NvmlGpu, wanted: Sequence[FieldKey]
+) -> dict[FieldKey, int | float]:
+    """Batch-read field values in one call, keyed by (field id, scopeId); a field that did not
+    answer this time is absent."""
+    request = [f for f in wanted if not calls.is_unsupported(gpu, field_key(*f))]
+    if not request:
+        return {}
+    entries = calls.query(gpu, "field_values", "nvmlDeviceGetFieldValues", gpu.handle, request)
+    if entries is None:
+        return {}
+    values: dict[FieldKey, int | float] = {}
+    for (field_id, scope), entry in zip(request, entries, strict=False):
+        ret = entry.nvmlReturn
+        if ret == _RET_SUCCESS and 0 <= entry.valueType < len(_VALUE_MEMBERS):
+            member = _VALUE_MEMBERS[entry.valueType]
+            value = getattr(entry.value, member)
+            values[(field_id, scope)] = float(value) if member == "dVal" else int(value)
+        elif ret == _RET_GPU_IS_LOST:
+            raise GpuLost
+        elif ret in _RET_UNSUPPORTED:
+            calls.mark_unsupported(gpu, field_key(field_id, scope))
+    return values

@@ -1,0 +1,262 @@
+"""NVLink and topology: the links of each GPU and their peers, PCIe paths and P2P support per GPU
+pair, CPU affinity and NUMA node per GPU (read once, at open: NVLink discovery is slow on some
+systems), and the per-link state, traffic and error counters of the slow tier."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu
+from gputui.backends.nvml.fields import (
+    FI_NVLINK_DATA_RX,
+    FI_NVLINK_DATA_TX,
+    FI_NVLINK_SPEED_COMMON,
+    FieldKey,
+    read_fields,
+)
+from gputui.backends.nvml.values import KIB, optional_text, to_int
+from gputui.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
+from gputui.pci import canonical_pci_bus_id
+
+log = logging.getLogger(__name__)
+
+# ABI-stable numbers from nvml.h.
+NVLINK_MAX_LINKS = 18  # used only when the binding lacks NVML_NVLINK_MAX_LINKS (36 in newer ones)
+NVLINK_ERROR_DL_REPLAY = 0
+NVLINK_ERROR_DL_RECOVERY = 1
+NVLINK_ERROR_DL_CRC_FLIT = 2
+NVLINK_ERROR_DL_CRC_DATA = 3
+_ERROR_COUNTERS = (
+    NVLINK_ERROR_DL_REPLAY,
+    NVLINK_ERROR_DL_RECOVERY,
+    NVLINK_ERROR_DL_CRC_FLIT,
+    NVLINK_ERROR_DL_CRC_DATA,
+)
+# nvmlNvLinkDeviceType_t: 0 GPU, 1 IBM NPU (the CPU side of a POWER9 link), 2 NVSwitch.
+NVLINK_REMOTE_TYPES = {0: "gpu", 1: "cpu", 2: "switch"}
+# nvmlGpuP2PCapsIndex_t. The binding's NVML_P2P_CAPS_INDEX_READ is the tuple ``(0,)`` (a trailing
+# comma in nvidia-ml-py), so the plain numbers are used.
+P2P_CAPS_INDEX_READ = 0
+P2P_CAPS_INDEX_WRITE = 1
+P2P_STATUS_OK = 0
+# nvmlGpuTopologyLevel_t -> the code ``nvidia-smi topo -m`` prints. INTERNAL (two GPUs on one
+# board, behind its own PCIe switch) is shown as the one-switch case.
+TOPOLOGY_LEVELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+AFFINITY_WORD_BITS = 64  # nvmlDeviceGetCpuAffinity fills an array of unsigned long (64-bit Linux)
+
+
+# -- discovery (static tier) ----------------------------------------------------------------------
+
+
+def read_topology(calls: NvmlCalls, gpus: Sequence[NvmlGpu]) -> Topology | None:
+    """PCIe paths and P2P support per GPU pair, NVLink links per GPU, CPU locality per GPU.
+
+    Whatever a GPU cannot answer is None or left out; a GPU lost on the way is marked lost and
+    left out; None only if the binding misbehaves outright. Sets each GPU's ``nvlinks``.
+    """
+    try:
+        usable = [gpu for gpu in gpus if not gpu.lost and gpu.handle is not None]
+        buses: dict[str, int] = {}
+        for gpu in usable:
+            bus = canonical_pci_bus_id(gpu.info.pci_bus_id if gpu.info is not None else None)
+            if bus is not None:
+                buses[bus] = gpu.index
+        links: list[LinkInfo] = []
+        locality: list[GpuLocality] = []
+        for gpu in usable:
+            try:
+                found = _discover_links(calls, gpu, buses)
+                place = _locality(calls, gpu)
+            except GpuLost:
+                gpu.mark_lost()
+                continue
+            gpu.nvlinks = tuple(link.link for link in found)
+            links.extend(found)
+            locality.append(place)
+        paths: list[GpuPath] = []
+        for i, a in enumerate(usable):
+            for b in usable[i + 1 :]:
+                if a.lost or b.lost:
+                    continue
+                with contextlib.suppress(GpuLost):  # either end: the next read tells which
+                    paths.append(_path(calls, a, b))
+        return Topology(paths=tuple(paths), links=tuple(links), locality=tuple(locality))
+    except Exception:  # a binding bug must not stop the dashboard from opening
+        log.warning("NVML topology discovery failed", exc_info=True)
+        return None
+
+
+def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> list[LinkInfo]:
+    """Links 0.. until the driver says there are no more (consumer and PCIe boards: none)."""
+    h = gpu.handle
+    max_links = int(getattr(calls.nvml, "NVML_NVLINK_MAX_LINKS", NVLINK_MAX_LINKS))
+    found: list[LinkInfo] = []
+    speed: float | None = None
+    for link in range(max_links):
+        key = f"nvlink{link}:"
+        state = calls.query(gpu, key + "state", "nvmlDeviceGetNvLinkState", h, link)
+        if state is None:
+            if calls.is_unsupported(gpu, key + "state"):
+                break  # NotSupported / InvalidArgument: no link with this id, nor above
+            continue  # a transient error: skip this link
+        if not found:  # one field for every active link; asked only where links exist
+            mbps = read_fields(calls, gpu, ((FI_NVLINK_SPEED_COMMON, 0),)).get(
+                (FI_NVLINK_SPEED_COMMON, 0)
+            )
+            speed = mbps * 8 / 1000 if mbps else None  # MB/s -> Gb/s
+        pci = calls.query(gpu, key + "remote_pci", "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
+        remote_bus = optional_text(pci.busId) if pci is not None and pci.busId else None
+        peer = buses.get(canonical_pci_bus_id(remote_bus) or "") if remote_bus else None
+        kind = to_int(
+            calls.query(gpu, key + "remote_type", "nvmlDeviceGetNvLinkRemoteDeviceType", h, link)
+        )
+        if kind is None:
+            remote_type = "gpu" if peer is not None else None
+        else:
+            remote_type = NVLINK_REMOTE_TYPES.get(kind)
+            if remote_type != "gpu":
+                peer = None
+        found.append(
+            LinkInfo(
+                gpu_index=gpu.index,
+                link=link,
+                kind="nvlink",
+                version=to_int(
+                    calls.query(gpu, key + "version", "nvmlDeviceGetNvLinkVersion", h, link)
+                ),
+                speed_gbps=speed,
+                remote_type=remote_type,
+                remote_gpu_index=peer,
+                remote_pci_bus_id=remote_bus,
+            )
+        )
+    return found
+
+
+def _locality(calls: NvmlCalls, gpu: NvmlGpu) -> GpuLocality:
+    words = max(16, -(-(os.cpu_count() or 1) // AFFINITY_WORD_BITS))  # at least 1024 CPUs
+    mask = calls.query(gpu, "cpu_affinity", "nvmlDeviceGetCpuAffinity", gpu.handle, words)
+    numa = calls.query(gpu, "numa_node", "nvmlDeviceGetNumaNodeId", gpu.handle)
+    return GpuLocality(
+        gpu_index=gpu.index,
+        cpu_affinity=format_cpu_list(mask) if mask is not None else None,
+        numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
+    )
+
+
+def _path(calls: NvmlCalls, a: NvmlGpu, b: NvmlGpu) -> GpuPath:
+    ha, hb = a.handle, b.handle
+    level = to_int(
+        calls.query(a, f"topology{b.index}", "nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+    )
+    p2p = {
+        index: calls.query(a, f"p2p{index}:{b.index}", "nvmlDeviceGetP2PStatus", ha, hb, index)
+        for index in (P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_WRITE)
+    }
+    return GpuPath(
+        a=a.index,
+        b=b.index,
+        pcie_level=TOPOLOGY_LEVELS.get(level) if level is not None else None,
+        p2p_read=_p2p(p2p[P2P_CAPS_INDEX_READ]),
+        p2p_write=_p2p(p2p[P2P_CAPS_INDEX_WRITE]),
+    )
+
+
+def _p2p(status: Any) -> bool | None:
+    return None if status is None else status == P2P_STATUS_OK
+
+
+def format_cpu_list(mask: Sequence[int] | Any, bits: int = AFFINITY_WORD_BITS) -> str | None:
+    """CPU bitmask words (word 0 holds CPUs 0..bits-1) -> ``taskset`` list ``0-55,112-167``;
+    None for an empty mask."""
+    cpus = [
+        word_index * bits + bit
+        for word_index, word in enumerate(mask)
+        for bit in range(bits)
+        if int(word) >> bit & 1
+    ]
+    if not cpus:
+        return None
+    ranges: list[str] = []
+    start = prev = cpus[0]
+    for cpu in [*cpus[1:], None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(ranges)
+
+
+# -- per-link readings (slow tier) ----------------------------------------------------------------
+
+
+def link_states(calls: NvmlCalls, gpu: NvmlGpu) -> dict[int, bool | None]:
+    """Link id -> up (None when the state could not be read this time)."""
+    states: dict[int, bool | None] = {}
+    for link in gpu.nvlinks:
+        state = calls.query(
+            gpu, f"nvlink{link}:state", "nvmlDeviceGetNvLinkState", gpu.handle, link
+        )
+        states[link] = None if state is None else bool(state)
+    return states
+
+
+def per_link_fields(states: dict[int, bool | None]) -> tuple[FieldKey, ...]:
+    """The per-link traffic counters to read: only links that are up."""
+    return tuple(
+        (field_id, link)
+        for link, up in states.items()
+        if up
+        for field_id in (FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX)
+    )
+
+
+def link_samples(
+    calls: NvmlCalls,
+    gpu: NvmlGpu,
+    now: float,
+    states: dict[int, bool | None],
+    fields: dict[FieldKey, int | float],
+) -> tuple[LinkSample, ...]:
+    """Per-link state, TX/RX bytes/s from the cumulative per-link KiB counters and the error
+    counters; () for a GPU without NVLink."""
+    samples = []
+    for link, up in states.items():
+        rates: dict[str, float | None] = {}
+        for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
+            # A link that is down is not asked: None, and the baseline waits for it.
+            kib = fields.get((field_id, link)) if up else None
+            rate = gpu.rates.rate(f"nvlink{link}_{direction}", kib, now)
+            rates[direction] = rate * KIB if rate is not None else None
+        errors = {
+            counter: to_int(
+                calls.query(
+                    gpu,
+                    f"nvlink{link}:error{counter}",
+                    "nvmlDeviceGetNvLinkErrorCounter",
+                    gpu.handle,
+                    link,
+                    counter,
+                )
+            )
+            for counter in _ERROR_COUNTERS
+        }
+        crc_flit, crc_data = errors[NVLINK_ERROR_DL_CRC_FLIT], errors[NVLINK_ERROR_DL_CRC_DATA]
+        samples.append(
+            LinkSample(
+                link=link,
+                up=up,
+                rx_bytes_per_s=rates["rx"],
+                tx_bytes_per_s=rates["tx"],
+                replay_errors=errors[NVLINK_ERROR_DL_REPLAY],
+                recovery_errors=errors[NVLINK_ERROR_DL_RECOVERY],
+                crc_errors=None if crc_flit is None else crc_flit + (crc_data or 0),
+            )
+        )
+    return tuple(samples)

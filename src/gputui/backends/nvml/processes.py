@@ -1,0 +1,131 @@
+"""GPU processes: the compute and graphics lists merged by PID, with each process's SM % from
+the per-process utilization samples. On a GPU in MIG mode the lists are read per slice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
+from gputui.model import ProcessSample, ProcessType
+
+MAX_PID = 4_194_304  # Linux PID_MAX_LIMIT: anything above is a garbled process row
+
+_COMPUTE_CALLS = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses",
+)
+_GRAPHICS_CALLS = (
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v2",
+    "nvmlDeviceGetGraphicsRunningProcesses",
+)
+_PROCESS_UTIL_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
+
+
+def gpu_processes(calls: NvmlCalls, gpu: NvmlGpu) -> list[ProcessSample]:
+    """The processes on ``gpu`` (on each of its MIG slices when MIG is enabled)."""
+    info = gpu.info
+    targets: list[tuple[Any, str, str | None, int | None]]
+    if info is not None and info.mig_enabled:
+        targets = [(m.handle, m.key, m.info.uuid, m.info.memory_total_bytes) for m in gpu.migs]
+    else:
+        targets = [(gpu.handle, "", None, info.memory_total_bytes if info else None)]
+    processes: list[ProcessSample] = []
+    for handle, key, mig_uuid, memory_limit in targets:
+        compute = calls.first(gpu, key + "compute_procs", _COMPUTE_CALLS, handle)
+        graphics = calls.first(gpu, key + "graphics_procs", _GRAPHICS_CALLS, handle)
+        if not compute and not graphics:
+            continue
+        sm = _process_sm(calls, gpu, handle, key)
+        rows = merge_processes(compute or [], graphics or [], memory_limit)
+        processes.extend(
+            ProcessSample(
+                pid=pid,
+                gpu_index=gpu.index,
+                type=kind,
+                gpu_memory_bytes=memory,
+                sm_pct=None if sm is None else sm.get(pid, 0.0),
+                mig_uuid=mig_uuid,
+            )
+            for pid, (kind, memory) in rows.items()
+        )
+    return processes
+
+
+def _process_sm(calls: NvmlCalls, gpu: NvmlGpu, handle: Any, key: str) -> dict[int, float] | None:
+    """SM % per PID from samples newer than the last one seen on this handle.
+
+    None when the driver cannot tell; {} when it can but has no new samples (idle: 0 %).
+    """
+    last_seen = gpu.util_seen_us.get(key, 0)
+    samples = None
+    for name in _PROCESS_UTIL_CALLS:
+        call = _samples_since(calls.nvml, getattr(calls.nvml, name, None))
+        samples = calls.query(gpu, f"{key}process_util:{name}", call, handle, last_seen)
+        if not calls.is_unsupported(gpu, f"{key}process_util:{name}"):
+            break
+    if samples is None:
+        return None
+    newest: dict[int, tuple[int, float]] = {}
+    for sample in samples:
+        pid, stamp = int(sample.pid), int(sample.timeStamp)
+        last_seen = max(last_seen, stamp)
+        if pid not in newest or stamp >= newest[pid][0]:
+            newest[pid] = (stamp, min(max(float(sample.smUtil), 0.0), 100.0))
+    gpu.util_seen_us[key] = last_seen
+    return {pid: sm for pid, (_, sm) in newest.items()}
+
+
+def _samples_since(nvml: Any, fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """Wrap a per-process utilization call so NotFound ("no samples since then") reads as []."""
+    if fn is None:
+        return None
+
+    def call(handle: Any, last_seen_us: int) -> Any:
+        try:
+            return fn(handle, last_seen_us)
+        except nvml.NVMLError_NotFound:
+            return []
+
+    return call
+
+
+def merge_processes(
+    compute: Sequence[Any], graphics: Sequence[Any], memory_limit: int | None
+) -> dict[int, tuple[ProcessType, int | None]]:
+    """Merge the compute and graphics lists by PID, dropping garbled rows (a driver/binding struct
+    mismatch shows up as PID 0, huge PIDs or more memory than the GPU has)."""
+    kinds: dict[int, set[str]] = {}
+    memory: dict[int, int | None] = {}
+    for kind, rows in (("compute", compute), ("graphics", graphics)):
+        for row in rows:
+            sane = _sane_row(row, memory_limit)
+            if sane is None:
+                continue
+            pid, used = sane
+            kinds.setdefault(pid, set()).add(kind)
+            if used is not None:
+                memory[pid] = max(memory.get(pid) or 0, used)
+            else:
+                memory.setdefault(pid, None)
+    return {pid: (_process_type(found), memory.get(pid)) for pid, found in kinds.items()}
+
+
+def _process_type(found: set[str]) -> ProcessType:
+    if len(found) == 2:
+        return "compute+graphics"
+    return "compute" if "compute" in found else "graphics"
+
+
+def _sane_row(row: Any, memory_limit: int | None) -> tuple[int, int | None] | None:
+    """(pid, used memory) of a process row, or None for a garbled row."""
+    pid, used = getattr(row, "pid", None), getattr(row, "usedGpuMemory", None)
+    if not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+        return None
+    if used is None:
+        return pid, None
+    if isinstance(used, int) and used >= 0 and (memory_limit is None or used <= memory_limit):
+        return pid, used
+    return None
