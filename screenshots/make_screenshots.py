@@ -29,7 +29,7 @@ WARM_UP_POLLS = 120
 
 
 async def shoot(name: str, scenario: str, size: tuple[int, int], keys: tuple[str, ...], out: Path):
-    from gputui.demo import fake_clock_sampler
+    from gputui.fakeclock import fake_clock_sampler
     from gputui.tui.app import GpuTuiApp
 
     sampler = fake_clock_sampler(scenario, polls=WARM_UP_POLLS)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from gputui.demo import T0, FakeClock, fake_clock_sampler
+from gputui.fakeclock import T0, FakeClock, fake_clock_sampler
 from gputui.sampler import Sampler
 
 __all__ = ["T0", "FakeClock", "advance"]
@@ -20,7 +20,7 @@ SimSamplerFactory = Callable[..., Sampler]
 @pytest.fixture
 def sim_sampler() -> SimSamplerFactory:
     """``sim_sampler(scenario="dgx-h100", polls=0, t=T0, interval=1.0, seed=0)``: see
-    :func:`gputui.demo.fake_clock_sampler`."""
+    :func:`gputui.fakeclock.fake_clock_sampler`."""
     return fake_clock_sampler
 
 

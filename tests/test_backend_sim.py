@@ -77,7 +77,9 @@ def test_snapshot_of_sim_survives_json_round_trip() -> None:
     )
     import json
 
-    assert Snapshot.from_dict(json.loads(snap.to_json())) == snap
+    from gputui.codec import snapshot_from_dict, snapshot_to_json
+
+    assert snapshot_from_dict(json.loads(snapshot_to_json(snap))) == snap
 
 
 # -- determinism ---------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ import json
 import pytest
 from tests.test_cli import REASONS, run_gputui
 
-from gputui import check, cli
+from gputui import cli
 from gputui.backends import NoBackend
-from gputui.demo import FakeClock
+from gputui.commands import check
+from gputui.fakeclock import FakeClock
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 

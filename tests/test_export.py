@@ -20,9 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import gputui
 from gputui import cli, export
-from gputui.demo import fake_clock_sampler
+from gputui.commands import export as export_command
+from gputui.fakeclock import fake_clock_sampler
 from gputui.health import gpu_severity
 from gputui.model import SEVERITY_ORDER, ProcessSample
+from gputui.session import default_health
 
 MIB = 1024 * 1024
 LOST = 3  # the faulty scenario's GPU that falls off the bus
@@ -31,7 +33,7 @@ LOST = 3  # the faulty scenario's GPU that falls off the bus
 def faulty_collector(polls: int = 6):
     """The faulty node after ``polls`` readings, with the dashboard's health monitor attached."""
     sampler = fake_clock_sampler("faulty", polls=0)
-    sampler.health = cli._health_monitor(pre_job=False)
+    sampler.health = default_health()
     collector = export.GpuCollector(sampler)
     for _ in range(polls):
         sampler.poll()
@@ -297,7 +299,7 @@ def test_run_export_serves_until_stopped(capsys) -> None:
     result: list[int] = []
     thread = threading.Thread(
         target=lambda: result.append(
-            export.run_export("sim", seed=0, listen=listen, interval=0.2, stop=stop)
+            export_command.run("sim", seed=0, listen=listen, interval=0.2, stop=stop)
         )
     )
     thread.start()
@@ -327,7 +329,7 @@ def test_beyond_loopback_warns(capsys) -> None:
     stop = threading.Event()
     stop.set()  # bind, warn, serve, and leave at once
     listen = export.Listen("0.0.0.0", _free_port())
-    assert export.run_export("sim", seed=0, listen=listen, interval=1, stop=stop) == 0
+    assert export_command.run("sim", seed=0, listen=listen, interval=1, stop=stop) == 0
     err = capsys.readouterr().err
     assert "warning: listening on http://0.0.0.0:" in err
     assert "visible to the network" in err and len(err.strip().splitlines()) == 1
@@ -335,7 +337,10 @@ def test_beyond_loopback_warns(capsys) -> None:
 
 def test_missing_prometheus_client_exits_2(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
-    monkeypatch.delitem(sys.modules, "gputui.export")
+    for name in [
+        m for m in sys.modules if m.startswith(("gputui.export", "gputui.commands.export"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(gputui, "export")
     assert cli.main(["export", "--demo"]) == 2
     assert "pip install 'gputui[export]'" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gputui.demo import fake_clock_sampler
+from gputui.fakeclock import fake_clock_sampler
 from gputui.health import (
     RULES,
     HealthConfig,
@@ -23,6 +23,7 @@ from gputui.health import (
     torch_cuda_version,
     worst,
 )
+from gputui.health.rollup import NewFindings
 from gputui.model import (
     Finding,
     GpuEvent,
@@ -418,17 +419,15 @@ def test_monitor_kernel_log_events_added() -> None:
 
 def test_monitor_new_findings_reported_once() -> None:
     m = HealthMonitor(HealthConfig(current_user="me"), env={})
-    m.update(_hot(T, temp=86.0))
-    (new,) = m.take_new()
+    news = NewFindings()
+    (new,) = news.take(m.update(_hot(T, temp=86.0)))
     assert new.severity == "warn"
-    m.update(_hot(T + 1, temp=86.0))
-    assert m.take_new() == []
-    m.update(_hot(T + 2, temp=95.0))  # got worse: notify again
-    (new,) = m.take_new()
+    assert news.take(m.update(_hot(T + 1, temp=86.0))) == []
+    (new,) = news.take(m.update(_hot(T + 2, temp=95.0)))  # got worse: notify again
     assert new.severity == "fail"
-    m.update(_hot(T + 3, temp=60.0))
-    m.update(_hot(T + 4, temp=95.0))  # came back before being acknowledged: not new
-    assert m.take_new() == []
+    news.take(m.update(_hot(T + 3, temp=60.0)))
+    # came back before being acknowledged: not new
+    assert news.take(m.update(_hot(T + 4, temp=95.0))) == []
 
 
 def test_monitor_ignore_and_gpu_filter() -> None:
@@ -479,7 +478,7 @@ def test_monitor_thread_safe_acknowledge() -> None:
     def ack() -> None:
         while not stop.is_set():
             m.acknowledge()
-            m.take_new()
+            _ = m.findings
 
     thread = threading.Thread(target=ack)
     thread.start()
@@ -578,9 +577,10 @@ def test_faulty_node_end_to_end() -> None:
     rules_on_healthy = {f.rule for f in findings if f.gpu_index in healthy}
     assert rules_on_healthy <= {"other_processes"}  # only the busy GPUs' owner, pre-job
     # notify once: every finding is new once, then nothing until something changes
-    assert {f.key for f in monitor.take_new()} == set(by_key)
-    sampler.poll()
-    assert monitor.take_new() == []
+    news = NewFindings(("info", "warn", "fail"))
+    active = {k for k, f in by_key.items() if f.active}  # GPU 3's processes went with it
+    assert {f.key for f in news.take(findings)} == active
+    assert news.take(sampler.poll().findings) == []
 
 
 def test_healthy_node_end_to_end_has_no_trouble() -> None:

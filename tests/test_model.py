@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from gputui.codec import snapshot_from_dict, snapshot_to_json
 from gputui.model import (
     SCHEMA_VERSION,
     GpuInfo,
@@ -66,12 +67,12 @@ def make_snapshot() -> Snapshot:
 
 def test_json_round_trip_is_lossless() -> None:
     snapshot = make_snapshot()
-    restored = Snapshot.from_dict(json.loads(snapshot.to_json()))
+    restored = snapshot_from_dict(json.loads(snapshot_to_json(snapshot)))
     assert restored == snapshot
 
 
 def test_json_uses_plain_types_and_sorted_reasons() -> None:
-    data = json.loads(make_snapshot().to_json())
+    data = json.loads(snapshot_to_json(make_snapshot()))
     assert data["schema_version"] == SCHEMA_VERSION
     gpu = data["gpus"][0]
     assert gpu["throttle_reasons"] == ["hw_thermal", "sw_power_cap"]
@@ -84,12 +85,12 @@ def test_json_uses_plain_types_and_sorted_reasons() -> None:
 
 
 def test_unknown_keys_are_ignored_and_wrong_schema_rejected() -> None:
-    data = json.loads(make_snapshot().to_json())
+    data = json.loads(snapshot_to_json(make_snapshot()))
     data["gpus"][0]["a_field_from_the_future"] = 1
-    assert Snapshot.from_dict(data).gpus[0].utilization_gpu_pct == 97.0
+    assert snapshot_from_dict(data).gpus[0].utilization_gpu_pct == 97.0
     data["schema_version"] = SCHEMA_VERSION + 1
     with pytest.raises(ValueError, match="schema"):
-        Snapshot.from_dict(data)
+        snapshot_from_dict(data)
 
 
 def test_memory_total_includes_reserved() -> None:

@@ -70,13 +70,13 @@ def test_events_stream_and_results_are_gathered(fake) -> None:
         _targets(1),
         tests=["memory_copy", "matmul_bf16"],
         command=fake,
-        on_event=lambda g, m: events.append((g, m["type"])),
+        on_event=lambda g, m: events.append((g, m.type)),
     )
     runs = r.run()
     assert [e[1] for e in events] == [
         "hello", "progress", "result", "progress", "result", "done"
     ]  # fmt: skip
-    assert [x["test"] for x in runs[0].results] == ["memory_copy", "matmul_bf16"]
+    assert [x.test for x in runs[0].results] == ["memory_copy", "matmul_bf16"]
     assert runs[0].ok and runs[0].returncodes == [0]
 
 
@@ -100,7 +100,7 @@ def test_cancel_kills_children_even_when_they_ignore_sigterm(fake, monkeypatch, 
     seen: list[str] = []
 
     def on_event(gpu, msg) -> None:
-        seen.append(msg["type"])
+        seen.append(msg.type)
         if seen.count("hello") == 2:
             time.sleep(0.3)  # let both write their pid files
             r.cancel()
@@ -211,10 +211,11 @@ def test_telemetry_is_attached_per_test_window(fake) -> None:
     now = time.time()
     r.add_sample(now - 100, GpuSample(0, 0, clock_sm_mhz=500))  # long before: ignored
     runs = r.run()
-    end = runs[0].results[0]["received"]
+    measured = runs[0].measurements[0]
+    end = measured.received
     r.add_sample(end - 0.005, GpuSample(0, 0, clock_sm_mhz=1410, power_w=690, power_limit_w=700,
                                        throttle_reasons=frozenset({"sw_power_cap"})))  # fmt: skip
-    tel = r._telemetry_for(runs[0].target, runs[0].results[0])
+    tel = r._telemetry_for(runs[0].target, measured)
     assert (
         tel.samples == 1 and tel.sm_clock_mhz == 1410 and tel.throttle_reasons == ("sw_power_cap",)
     )
@@ -323,7 +324,7 @@ def test_probe_bad_arguments(capsys) -> None:
 
 
 def test_check_probe_on_a_simulated_node_is_listed_as_not_checked(capsys) -> None:
-    from gputui import check
+    from gputui.commands import check
 
     check.run_check("sim:faulty", kernel_log=None, environ={}, probe=True, as_json=True,
                     sleep=lambda s: None)  # fmt: skip
@@ -351,4 +352,4 @@ def test_real_cpu_worker_end_to_end() -> None:
     assert report.exit_code == 0, report.errors
     assert [j.test for j in report.judged] == ["memory_copy", "matmul_fp32"]
     assert all(j.value > 0 and j.verdict == V.NA for j in report.judged)
-    assert report.runs[None].hello["device_kind"] == "cpu"
+    assert report.runs[None].hello.device_kind == "cpu"

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gputui.probe import protocol
+from gputui.probe.protocol import ProbeMessage
 
 torch = pytest.importorskip("torch")
 
@@ -31,7 +33,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_worker(*args: str, timeout: float = 30, **env: str) -> tuple[int, list[dict]]:
+def run_worker(*args: str, timeout: float = 30, **env: str) -> tuple[int, list[ProbeMessage]]:
     proc = subprocess.run(
         [sys.executable, "-m", "gputui.probe", *TINY, *args],
         capture_output=True,
@@ -44,21 +46,22 @@ def run_worker(*args: str, timeout: float = 30, **env: str) -> tuple[int, list[d
     return proc.returncode, msgs
 
 
-def by_type(msgs: list[dict], kind: str, test: str | None = None) -> list[dict]:
-    return [m for m in msgs if m["type"] == kind and (test is None or m.get("test") == test)]
+def by_type(msgs: list[ProbeMessage], kind: str, test: str | None = None) -> list[Any]:
+    return [m for m in msgs if m.type == kind and (test is None or getattr(m, "test", 0) == test)]
 
 
 def test_full_cpu_run_streams_valid_messages() -> None:
     rc, msgs = run_worker()
     assert rc == 0
-    assert msgs[0]["type"] == "hello" and msgs[-1]["type"] == "done"
+    assert msgs[0].type == "hello" and msgs[-1].type == "done"
     assert len(by_type(msgs, "hello")) == 1 and len(by_type(msgs, "done")) == 1
     hello = msgs[0]
-    assert hello["device_kind"] == "cpu" and hello["device_index"] is None
-    assert hello["torch_version"] == torch.__version__
-    assert hello["total_memory"] > 0 and hello["free_memory"] > 0
-    assert msgs[-1]["cancelled"] is False
-    results = {m["test"]: m for m in by_type(msgs, "result")}
+    assert isinstance(hello, protocol.Hello)
+    assert hello.device_kind == "cpu" and hello.device_index is None
+    assert hello.torch_version == torch.__version__
+    assert hello.total_memory > 0 and hello.free_memory > 0
+    assert isinstance(msgs[-1], protocol.Done) and msgs[-1].cancelled is False
+    results = {m.test: m for m in by_type(msgs, "result")}
     assert set(results) == {
         "memory_copy",
         "memory_triad",
@@ -67,17 +70,17 @@ def test_full_cpu_run_streams_valid_messages() -> None:
         "matmul_bf16",
     }
     for res in results.values():
-        assert res["value"] > 0 and res["iterations"] > 0 and res["seconds"] > 0
-        assert res["unit"] in ("GB/s", "TFLOPS") and res["method"]
-    assert "read+write" in results["memory_copy"]["method"]
-    assert results["memory_triad"]["details"]["buffers"] == 3
-    assert results["matmul_bf16"]["details"]["dtype"] == "bfloat16"
-    skipped = {m["test"]: m["reason"] for m in by_type(msgs, "skipped")}
+        assert res.value > 0 and res.iterations > 0 and res.seconds > 0
+        assert res.unit in ("GB/s", "TFLOPS") and res.method
+    assert "read+write" in results["memory_copy"].method
+    assert results["memory_triad"].details["buffers"] == 3
+    assert results["matmul_bf16"].details["dtype"] == "bfloat16"
+    skipped = {m.test: m.reason for m in by_type(msgs, "skipped")}
     assert set(skipped) == GPU_ONLY
     assert all(reason for reason in skipped.values())
     assert not by_type(msgs, "error")
     for p in by_type(msgs, "progress"):
-        assert 0.0 <= p["fraction"] <= 1.0
+        assert 0.0 <= p.fraction <= 1.0
 
 
 def test_oom_injection_retries_at_half_size_then_succeeds() -> None:
@@ -86,13 +89,13 @@ def test_oom_injection_retries_at_half_size_then_succeeds() -> None:
     )
     assert rc == 0
     retries = by_type(msgs, "retry", "memory_copy")
-    assert [r["attempt"] for r in retries] == [1, 2]
-    assert all(r["reason"] == "out of memory" for r in retries)
+    assert [r.attempt for r in retries] == [1, 2]
+    assert all(r.reason == "out of memory" for r in retries)
     result = by_type(msgs, "result", "memory_copy")[0]
-    final = result["details"]["buffer_bytes"]
+    final = result.details["buffer_bytes"]
     # Each retry halves the size (rounded to 4 KiB); the result uses the last retry's size.
-    assert retries[0]["size"] > retries[1]["size"] == final
-    assert abs(retries[0]["size"] / retries[1]["size"] - 2) < 0.1
+    assert retries[0].size > retries[1].size == final
+    assert abs(retries[0].size / retries[1].size - 2) < 0.1
     assert by_type(msgs, "result", "matmul_bf16")
     assert not by_type(msgs, "error")
 
@@ -104,10 +107,10 @@ def test_oom_beyond_retry_limit_is_an_error_and_other_tests_still_run() -> None:
     assert rc == 0
     assert len(by_type(msgs, "retry", "matmul_fp32")) == worker.MAX_RETRIES
     errors = by_type(msgs, "error", "matmul_fp32")
-    assert len(errors) == 1 and "out of memory" in errors[0]["message"]
+    assert len(errors) == 1 and "out of memory" in errors[0].message
     assert not by_type(msgs, "result", "matmul_fp32")
     assert by_type(msgs, "result", "memory_triad")
-    assert msgs[-1]["type"] == "done"
+    assert msgs[-1].type == "done"
 
 
 def test_sigterm_cancels_with_exit_130_and_a_final_line() -> None:
@@ -121,9 +124,9 @@ def test_sigterm_cancels_with_exit_130_and_a_final_line() -> None:
     try:
         assert proc.stdout is not None
         first = protocol.decode(proc.stdout.readline())
-        assert first["type"] == "hello"
+        assert first.type == "hello"
         second = protocol.decode(proc.stdout.readline())  # a test is running now
-        assert second["type"] == "progress"
+        assert second.type == "progress"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         rest = [protocol.decode(line) for line in proc.stdout]
@@ -134,8 +137,8 @@ def test_sigterm_cancels_with_exit_130_and_a_final_line() -> None:
             proc.kill()
             proc.wait()
     assert rc == 130
-    assert rest[-1] == {**rest[-1], "type": "done", "cancelled": True}
-    assert rest[-2]["type"] == "error" and rest[-2]["message"] == protocol.CANCELLED
+    assert isinstance(rest[-1], protocol.Done) and rest[-1].cancelled is True
+    assert isinstance(rest[-2], protocol.Error) and rest[-2].message == protocol.CANCELLED
     assert proc.poll() is not None
 
 
@@ -154,7 +157,7 @@ def test_tf32_settings_are_restored_in_process() -> None:
             torch.backends.cuda.matmul.allow_tf32,
             torch.backends.cudnn.allow_tf32,
         )
-        msgs: list[dict] = []
+        msgs: list[ProbeMessage] = []
         rc = worker.run_probe(
             device="cpu",
             tests=["matmul_fp32", "matmul_tf32"],
@@ -206,8 +209,9 @@ SAMPLES = [
 def test_protocol_round_trip(msg: object) -> None:
     line = protocol.encode(msg)
     assert "\n" not in line
-    assert protocol.decode(line) == protocol.to_dict(msg)
-    assert protocol.decode(line.encode() + b"\n") == protocol.to_dict(msg)
+    assert protocol.decode(line) == msg
+    assert protocol.decode(line.encode() + b"\n") == msg
+    assert json.loads(line) == protocol.to_dict(msg) and json.loads(line)["type"] == msg.type
 
 
 @pytest.mark.parametrize(
@@ -244,10 +248,27 @@ def test_protocol_rejects_bad_lines(line: str) -> None:
         protocol.decode(line)
 
 
+def test_decode_returns_the_message_and_says_what_is_wrong() -> None:
+    line = '{"type": "progress", "test": "h2d", "fraction": 1, "text": "", "newer_field": 1}'
+    msg = protocol.decode(line)
+    assert msg == protocol.Progress("h2d", 1.0, "") and isinstance(msg.fraction, float)
+    result = {"type": "result", "test": "h2d", "value": 1, "method": "m", "details": {}}
+    with pytest.raises(protocol.ProtocolError, match="result: missing field 'unit'"):
+        protocol.decode(json.dumps({**result, "iterations": 1, "seconds": 1.0}))
+    with pytest.raises(protocol.ProtocolError, match="done: field 'cancelled' has the wrong type"):
+        protocol.decode('{"type": "done", "seconds": 1, "cancelled": 1}')
+    with pytest.raises(protocol.ProtocolError, match="hello: field 'tests' must be a list"):
+        protocol.decode(protocol.encode(SAMPLES[0]).replace('["h2d"]', "[1]"))
+
+
 def test_encode_rejects_invalid_messages() -> None:
     with pytest.raises(protocol.ProtocolError):
-        protocol.encode({"type": "done"})
+        protocol.encode(protocol.Done(float("nan")))
+    with pytest.raises(protocol.ProtocolError):
+        protocol.encode(protocol.Progress("memory_copy", 1.5))
     with pytest.raises(protocol.ProtocolError):
         protocol.encode(protocol.Result("h2d", 1.0, "GB/s", "m", {"x": float("nan")}, 1, 1.0))
     with pytest.raises(TypeError):
-        protocol.encode(42)
+        protocol.encode({"type": "done"})  # type: ignore[arg-type]  # dicts are not messages
+    with pytest.raises(TypeError):
+        protocol.encode(42)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.demo import fake_clock_sampler
+from gputui.fakeclock import fake_clock_sampler
 from gputui.health import HealthConfig, HealthMonitor
 from gputui.model import Snapshot
 from gputui.record import (

@@ -12,9 +12,11 @@ from tests.test_record import lines_of, record
 from gputui import cli
 from gputui.backends import create_backend
 from gputui.backends.base import BackendUnavailable
-from gputui.backends.replay import ReplayBackend, replay_sampler
-from gputui.demo import T0, fake_clock_sampler
+from gputui.backends.replay import ReplayBackend
+from gputui.codec import snapshot_to_json
+from gputui.fakeclock import T0, fake_clock_sampler
 from gputui.record import Recorder, read_recording
+from gputui.session import sampler_for
 
 
 class Wall:
@@ -87,7 +89,7 @@ def test_reads_return_the_recorded_reading_at_the_position(faulty) -> None:
     path, originals = faulty
     backend, node, _wall = open_replay(path, start_paused=True)
     assert node == originals[0].node
-    sampler = replay_sampler(backend, node)
+    sampler = sampler_for(backend, node)
     for offset in (0, 17, 3, 29, 11.6):  # backwards too: nothing carried from a later reading
         backend.seek(T0 + offset)
         snapshot = sampler.poll()
@@ -103,7 +105,7 @@ def test_reads_return_the_recorded_reading_at_the_position(faulty) -> None:
 def test_events_are_returned_once_and_not_after_a_backward_seek(faulty) -> None:
     path, originals = faulty
     backend, node, wall = open_replay(path)
-    sampler = replay_sampler(backend, node)
+    sampler = sampler_for(backend, node)
     backend.set_speed(3)
     events = []
     while True:
@@ -137,7 +139,7 @@ def test_replay_follows_a_recording_being_written(tmp_path) -> None:
         for _ in range(3):
             recorder.write(sampler.poll())
             sampler.clock.now += 1  # type: ignore[attr-defined]
-        replay_sampler(backend, node).poll()  # a read at the end picks up the new lines
+        sampler_for(backend, node).poll()  # a read at the end picks up the new lines
         assert backend.readings == 6 and backend.end == T0 + 5
 
 
@@ -208,7 +210,9 @@ def test_snapshot_replay_at(faulty, capsys, utc, at, offset) -> None:
     data = json.loads(out)
     assert data["timestamp"] == T0 + offset
     assert data["node"]["hostname"] == "dgx-h100-13"
-    assert data["findings"] == [f for f in json.loads(faulty[1][offset].to_json())["findings"]]
+    assert data["findings"] == [
+        f for f in json.loads(snapshot_to_json(faulty[1][offset]))["findings"]
+    ]
 
 
 def test_snapshot_replay_at_past_the_end_exits_2(faulty, capsys) -> None:

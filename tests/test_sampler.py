@@ -8,7 +8,7 @@ import threading
 import time
 
 from gputui.backends.base import Backend
-from gputui.demo import FakeClock
+from gputui.fakeclock import FakeClock
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample
 from gputui.sampler import Sampler
 

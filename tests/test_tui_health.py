@@ -14,12 +14,12 @@ import threading
 import pytest
 
 from gputui.format import finding_text
+from gputui.health.rollup import badge_text, gpu_status, node_summary, status_of, worst
 from gputui.history import History
 from gputui.model import Finding, Snapshot
 from gputui.sampler import Sampler
 from gputui.tui.app import MAX_FINDING_TOASTS, GpuTuiApp
 from gputui.tui.commands import gputui_commands
-from gputui.tui.health_view import badge_text, gpu_badge_severity, node_summary, worst_severity
 from gputui.tui.messages import SnapshotReady
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen, key_rows
@@ -49,7 +49,7 @@ THERMAL = Finding(
     last_seen=T0 + 59,
 )
 PERSISTENCE = Finding(
-    rule="persistence_off",
+    rule="persistence_mode",
     severity="info",
     message="persistence mode is off",
     hint="nvidia-smi -pm 1",
@@ -59,7 +59,7 @@ PERSISTENCE = Finding(
     last_seen=T0 + 59,
 )
 EXPECT = Finding(
-    rule="expect_gpus",
+    rule="gpu_count",
     severity="warn",
     message="7 GPUs answer, 8 expected",
     hint="Check nvidia-smi -L and the kernel log.",
@@ -157,12 +157,12 @@ class Toasts:
 
 def test_badge_severity_is_the_worst_active_finding_of_that_gpu() -> None:
     findings = (LOST, THERMAL, PERSISTENCE, EXPECT, ECC_CLEARED)
-    assert gpu_badge_severity(findings, 3) == "fail"
-    assert gpu_badge_severity(findings, 5) == "warn"
-    assert gpu_badge_severity(findings, 1) == "ok"  # info does not change the badge
-    assert gpu_badge_severity(findings, 2) == "ok"  # cleared findings do not count
-    assert gpu_badge_severity(findings, 0) == "ok"
-    assert worst_severity(findings) == "fail"
+    assert gpu_status(findings, 3, active_only=True) == "fail"
+    assert gpu_status(findings, 5, active_only=True) == "warn"
+    assert gpu_status(findings, 1, active_only=True) == "ok"  # info does not change the badge
+    assert gpu_status(findings, 2, active_only=True) == "ok"  # cleared findings do not count
+    assert gpu_status(findings, 0, active_only=True) == "ok"
+    assert status_of(worst(findings, active_only=True)) == "fail"
     assert badge_text("fail") == "✖ fail" and badge_text("warn") == "▲ warn"
     assert badge_text("ok") == "✔ ok"
     assert node_summary(findings) == ("✖ 1 failure, 2 warnings", "fail")

@@ -21,6 +21,7 @@ from gputui.tui.screens.probe import (
     ProbeScreen,
     SubprocessProbeSession,
 )
+from gputui.tui.screens.probe_state import ProbeRunState
 
 pytestmark = pytest.mark.usefixtures("tui_env")
 
@@ -28,32 +29,30 @@ SIZE = (120, 40)
 TESTS = ["memory_copy", "h2d", "matmul_bf16"]
 
 
-def hello(index: int | None, tests: list[str] = TESTS) -> dict:
+def hello(index: int | None, tests: list[str] = TESTS) -> protocol.Hello:
     kind, name = ("cpu", "CPU: test") if index is None else ("cuda", "NVIDIA H100 80GB HBM3")
-    return protocol.to_dict(
-        protocol.Hello("0.1", "2.5.0", kind, name, index, 80 << 30, 79 << 30, list(tests))
-    )
+    return protocol.Hello("0.1", "2.5.0", kind, name, index, 80 << 30, 79 << 30, list(tests))
 
 
-def result(test: str, value: float, unit: str, method: str = "canned") -> dict:
-    return protocol.to_dict(protocol.Result(test, value, unit, method, {}, 10, 1.0))
+def result(test: str, value: float, unit: str, method: str = "canned") -> protocol.Result:
+    return protocol.Result(test, value, unit, method, {}, 10, 1.0)
 
 
-CANNED: dict[int, list[dict]] = {
+CANNED: dict[int, list[protocol.ProbeMessage]] = {
     0: [
         hello(0),
-        protocol.to_dict(protocol.Progress("memory_copy", 0.5, "8 GiB buffers")),
+        protocol.Progress("memory_copy", 0.5, "8 GiB buffers"),
         result("memory_copy", 2900.0, "GB/s", "copy 2x8 GiB, read+write"),
         result("h2d", 54.1, "GB/s", "pinned 1 GiB"),
         result("matmul_bf16", 780.0, "TFLOPS", "8192³ bf16, CUDA events"),
-        protocol.to_dict(protocol.Done(12.0)),
+        protocol.Done(12.0),
     ],
     1: [
         hello(1),
         result("memory_copy", 2880.0, "GB/s", "copy 2x8 GiB, read+write"),
         result("h2d", 53.8, "GB/s", "pinned 1 GiB"),
         result("matmul_bf16", 640.0, "TFLOPS", "8192³ bf16, CUDA events"),
-        protocol.to_dict(protocol.Done(12.5)),
+        protocol.Done(12.5),
     ],
 }
 
@@ -79,9 +78,10 @@ class FakeSession:
     def cancel(self) -> None:
         self.cancelled += 1
 
-    def feed(self, gpu: int | None, messages: list[dict]) -> None:
+    def feed(self, gpu: int | None, messages: list[protocol.ProbeMessage]) -> None:
         for msg in messages:
-            self.screen.post_message(ProbeEvent(gpu, protocol.validate(dict(msg))))
+            protocol.encode(msg)  # canned messages are valid protocol lines
+            self.screen.post_message(ProbeEvent(gpu, msg))
 
 
 def canned_session(screen: ProbeScreen) -> FakeSession:
@@ -122,6 +122,36 @@ def test_subprocess_session_targets(sim_sampler) -> None:
     cpu = SubprocessProbeSession(Screen(), cpu=True)  # type: ignore[arg-type]
     (target,) = cpu.targets([])
     assert (target.gpu, target.device, target.label) == (None, "cpu", "CPU")
+
+
+def test_run_state_folds_every_message_kind(sim_sampler) -> None:
+    """Retries, skips, test errors and the cancel notice reach progress and the summary notes."""
+    state = ProbeRunState(sim_sampler("dgx-h100", polls=1).poll().node)
+    tests = ["memory_copy", "h2d", "matmul_fp8"]
+    state.begin([0], tests, None)
+    run = state.runs[0]
+    state.apply(0, hello(0, tests))
+    state.apply(0, protocol.Progress("memory_copy", 0.25, "warming up"))
+    assert (run.test, run.fraction, run.device_name) == (
+        "memory_copy",
+        0.25,
+        "NVIDIA H100 80GB HBM3",
+    )
+    state.apply(0, protocol.Retry("memory_copy", "out of memory", 4096, 1, "2×4 KiB"))
+    assert run.text == "out of memory, retrying smaller 2×4 KiB"
+    state.apply(0, result("memory_copy", 2900.0, "GB/s"))
+    state.apply(0, protocol.Skipped("matmul_fp8", "FP8 needs compute capability ≥ 8.9"))
+    state.apply(0, protocol.Error("h2d", "RuntimeError: boom"))
+    state.apply(0, protocol.Error(None, protocol.CANCELLED))  # a notice, not a failure
+    assert run.finished == set(tests) and not run.error and state.running
+    state.apply(0, protocol.Done(3.0))
+    assert not state.running and run.progress == 1.0
+    assert state.notes == [
+        "GPU 0: FP8 matmul skipped",
+        "GPU 0: host → device failed: RuntimeError: boom",
+    ]
+    assert [(r.test, r.value) for r in state.results] == [("memory_copy", 2900.0)]
+    assert state.summary().endswith(" ".join(state.notes))
 
 
 # -- the screen -----------------------------------------------------------------------------------
@@ -247,7 +277,7 @@ async def test_cpu_run_has_no_spec(sim_sampler) -> None:
             [
                 hello(None, ["memory_copy"]),
                 result("memory_copy", 12.5, "GB/s"),
-                protocol.to_dict(protocol.Done(1.0)),
+                protocol.Done(1.0),
             ],
         )
         await pilot.pause()
@@ -292,8 +322,9 @@ async def test_probe_key_help_and_palette(sim_sampler) -> None:
 
 
 async def test_probe_hidden_in_replay(sim_sampler, tmp_path) -> None:
-    from gputui.backends.replay import ReplayBackend, replay_sampler
+    from gputui.backends.replay import ReplayBackend
     from gputui.record import Recorder
+    from gputui.session import sampler_for
 
     live = sim_sampler("dgx-h100")
     path = tmp_path / "session.jsonl.gz"
@@ -303,7 +334,7 @@ async def test_probe_hidden_in_replay(sim_sampler, tmp_path) -> None:
             live.poll()
             live.clock.now += 1.0
     backend = ReplayBackend(path, start_paused=True)
-    sampler = replay_sampler(backend, backend.open())
+    sampler = sampler_for(backend, backend.open())
     sampler.poll()
     app = GpuTuiApp(sampler, start_sampler=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -344,7 +375,7 @@ async def test_summary_names_throttling(sim_sampler, monkeypatch) -> None:
             [
                 hello(0, ["matmul_bf16"]),
                 result("matmul_bf16", 400.0, "TFLOPS"),
-                protocol.to_dict(protocol.Done(5.0)),
+                protocol.Done(5.0),
             ],
         )
         await pilot.pause()

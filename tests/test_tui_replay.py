@@ -16,12 +16,11 @@ import pytest
 from gputui.backends.sim import SimBackend
 from gputui.model import Snapshot
 from gputui.sampler import Sampler
-from gputui.tui import app as app_module
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.messages import SnapshotReady
 from gputui.tui.recording import RecordingSession, default_record_path
-from gputui.tui.replay import ReplayStatus, fmt_hms, replay_backend
+from gputui.tui.replay import ReplayStatus, fmt_hms
 from gputui.tui.screens.help import HelpScreen, key_rows
 
 pytestmark = pytest.mark.usefixtures("tui_env")
@@ -54,6 +53,10 @@ class FakeReplay(SimBackend):
         self.paused = paused
         self.calls: list[tuple[str, float | bool]] = []
 
+    @property
+    def playback(self) -> FakeReplay:
+        return self
+
     def clock(self) -> float:
         return self.position
 
@@ -80,14 +83,9 @@ class FakeReplay(SimBackend):
 
 
 @pytest.fixture
-def fake_replay(monkeypatch: pytest.MonkeyPatch):
+def fake_replay():
     """``fake_replay(position=..., duration=..., paused=...)`` -> (backend, sampler); the app
     treats the stand-in as a replay backend."""
-    monkeypatch.setattr(
-        app_module,
-        "replay_backend",
-        lambda backend: backend if isinstance(backend, FakeReplay) else replay_backend(backend),
-    )
 
     def make(**kwargs) -> tuple[FakeReplay, Sampler]:
         backend = FakeReplay(**kwargs)
@@ -451,11 +449,12 @@ def recording(tmp_path, sim_sampler):
 
 
 async def test_replaying_a_real_recording(recording) -> None:
-    from gputui.backends.replay import ReplayBackend, replay_sampler
+    from gputui.backends.replay import ReplayBackend
+    from gputui.session import sampler_for
 
     wall = Wall()
     backend = ReplayBackend(recording, start_paused=True, monotonic=wall)
-    sampler = replay_sampler(backend, backend.open())
+    sampler = sampler_for(backend, backend.open())
     app = GpuTuiApp(sampler, start_sampler=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await show(app, pilot, sampler)
@@ -494,7 +493,7 @@ def test_a_live_session_does_not_import_replay_or_recording() -> None:
 
     script = """
 import asyncio, sys
-from gputui.demo import fake_clock_sampler
+from gputui.fakeclock import fake_clock_sampler
 from gputui.tui.app import GpuTuiApp
 
 async def main():

@@ -179,8 +179,9 @@ def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
     """gputui --replay: a three-minute recording of the simulated DGX played from 0:30 for a
     minute, then paused at 1:30 and set to ×4. The title bar shows "REPLAY 00:01:30 / 00:02:59
     ×4 paused" instead of the interval; the footer starts with the seek keys."""
-    from gputui.backends.replay import ReplayBackend, replay_sampler
+    from gputui.backends.replay import ReplayBackend
     from gputui.record import Recorder
+    from gputui.session import sampler_for
 
     live = sim_sampler("dgx-h100")
     path = tmp_path / "session.jsonl.gz"
@@ -191,7 +192,7 @@ def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
             live.clock.now += 1.0  # type: ignore[attr-defined]
     wall = [0.0]
     backend = ReplayBackend(path, start_paused=True, monotonic=lambda: wall[0])
-    sampler = replay_sampler(backend, backend.open())
+    sampler = sampler_for(backend, backend.open())
     backend.seek(backend.start + 30)
     backend.set_paused(False)
     for _ in range(POLLS):

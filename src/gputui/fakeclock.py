@@ -1,4 +1,5 @@
-"""A simulated node on a clock that only moves when told to.
+"""A simulated node on a clock that only moves when told to (not what ``--demo`` runs: that is
+the simulated backend on the wall clock, opened like any other through :mod:`gputui.session`).
 
 Tests, the screenshot script and documentation examples need the dashboard in a known state with
 history already filled: this builds a :class:`~gputui.sampler.Sampler` over the simulated backend,
@@ -8,6 +9,7 @@ driven by a :class:`FakeClock`, and polls it ``polls`` times one interval apart.
 from __future__ import annotations
 
 from gputui.sampler import Sampler
+from gputui.session import sampler_for
 
 T0 = 1_700_000_000.0
 """Default start of the fake clock: 2023-11-14 22:13:20 UTC."""
@@ -36,8 +38,8 @@ def fake_clock_sampler(
     from gputui.backends.sim import SimBackend
 
     clock = FakeClock(t)
-    sampler = Sampler(SimBackend(scenario, seed=seed), interval=interval, clock=clock)
-    sampler.open()
+    backend = SimBackend(scenario, seed=seed)
+    sampler = sampler_for(backend, backend.open(), interval=interval, clock=clock, judge="none")
     for _ in range(polls):
         sampler.poll()
         clock.now += interval

@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import psutil
 
 from gputui.model import HostSample, ProcessSample
+
+T = TypeVar("T")
 
 _CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/:]([0-9a-f]{64})")
 _BARE_ID = re.compile(r"/([0-9a-f]{64})(?:\.scope)?$")
@@ -104,15 +107,15 @@ class ProcessEnricher:
             if known is None:
                 enriched.append(row)
                 continue
-            cpu, rss = cpu_by_pid[row.pid]
+            cpu_pct, rss_bytes = cpu_by_pid[row.pid]
             enriched.append(
                 dataclasses.replace(
                     row,
                     user=row.user or known.user,
                     name=row.name or known.name,
                     command=row.command or known.command,
-                    cpu_pct=cpu if row.cpu_pct is None else row.cpu_pct,
-                    host_rss_bytes=rss if row.host_rss_bytes is None else row.host_rss_bytes,
+                    cpu_pct=cpu_pct if row.cpu_pct is None else row.cpu_pct,
+                    host_rss_bytes=rss_bytes if row.host_rss_bytes is None else row.host_rss_bytes,
                     start_time=row.start_time or known.start_time,
                     container_id=row.container_id or known.container_id,
                 )
@@ -143,7 +146,7 @@ class ProcessEnricher:
         return known
 
 
-def _safe(getter):  # type: ignore[no-untyped-def]
+def _safe(getter: Callable[[], T]) -> T | None:
     try:
         return getter()
     except (psutil.AccessDenied, psutil.ZombieProcess, OSError):

@@ -4,18 +4,15 @@ Every class here is a small frozen dataclass. A field that the hardware, driver 
 support is ``None`` (never 0 and never an exception). Units live in field names (``_bytes``,
 ``_w``, ``_c``, ``_mhz``, ``_pct``, ``_bytes_per_s``) so the JSON form needs no separate legend.
 
-The JSON form of a :class:`Snapshot` is documented in ``docs/snapshot-schema.md``; bump
-:data:`SCHEMA_VERSION` whenever a field is renamed or removed (adding a field is compatible).
+The JSON form of a :class:`Snapshot` (:mod:`gputui.codec`) is documented in
+``docs/snapshot-schema.md``; bump :data:`SCHEMA_VERSION` whenever a field is renamed or removed
+(adding a field is compatible) and add a migration step to :data:`gputui.codec.MIGRATIONS`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 SCHEMA_VERSION = 1
 
@@ -345,6 +342,8 @@ class NodeInfo:
     library_version: str | None = None
     topology: Topology | None = None
     """None when the backend did not (or could not) discover the wiring."""
+    simulated: bool = False
+    """A simulated node (``--demo``): there is no real GPU to act on (probe, reset)."""
 
     def gpu(self, index: int) -> GpuInfo | None:
         for info in self.gpus:
@@ -377,68 +376,6 @@ class Snapshot:
     def processes_on(self, index: int) -> tuple[ProcessSample, ...]:
         return tuple(p for p in self.processes if p.gpu_index == index)
 
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
-
-    def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
-        version = data.get("schema_version", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:
-            raise ValueError(
-                f"snapshot schema {version} is not supported (expected {SCHEMA_VERSION})"
-            )
-        return from_jsonable(cls, data)
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses to dicts, frozensets to sorted lists, tuples to lists; numbers stay numbers."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (frozenset, set)):
-        return sorted(value)
-    if isinstance(value, (tuple, list)):
-        return [to_jsonable(v) for v in value]
-    return value
-
-
-def from_jsonable(tp: Any, data: Any) -> Any:
-    """Inverse of :func:`to_jsonable`, driven by the type hints. Unknown keys are ignored."""
-    if data is None:
-        return None
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        hints = _type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
-        return tp(**kwargs)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        non_none = [a for a in args if a is not type(None)]
-        return from_jsonable(non_none[0], data) if len(non_none) == 1 else data
-    if origin is frozenset:
-        return frozenset(data)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_jsonable(args[0], v) for v in data)
-        return tuple(from_jsonable(a, v) for a, v in zip(args, data, strict=False))
-    if tp is float and isinstance(data, int):
-        return float(data)
-    return data
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _type_hints(tp: type) -> dict[str, Any]:
-    if tp not in _HINTS:
-        _HINTS[tp] = typing.get_type_hints(tp)
-    return _HINTS[tp]
-
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -465,6 +402,4 @@ __all__ = [
     "Topology",
     "Vendor",
     "describe_throttle",
-    "from_jsonable",
-    "to_jsonable",
 ]

@@ -22,21 +22,19 @@ reading stops after the last complete line.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 import os
 import re
 import threading
-import types
-import typing
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gputui import __version__
-from gputui.model import SCHEMA_VERSION, NodeInfo, Snapshot, from_jsonable, to_jsonable
+from gputui.codec import CodecError, decode, encode, migrate
+from gputui.model import SCHEMA_VERSION, NodeInfo, Snapshot
 
 RECORDING_TYPE = "gputui-recording"
 FORMAT_VERSION = 1
@@ -62,43 +60,10 @@ class RecordingError(ValueError):
 # -- writing --------------------------------------------------------------------------------------
 
 
-_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
-_NO_DEFAULT = object()
-
-
-def _field_defaults(tp: type) -> tuple[tuple[str, Any], ...]:
-    if tp not in _DEFAULTS:
-        _DEFAULTS[tp] = tuple(
-            (f.name, f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT)
-            for f in dataclasses.fields(tp)
-        )
-    return _DEFAULTS[tp]
-
-
-def compact(value: Any) -> Any:
-    """Like :func:`~gputui.model.to_jsonable`, leaving out every dataclass field that equals its
-    default (same type and value), which :func:`~gputui.model.from_jsonable` restores."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for name, default in _field_defaults(type(value)):
-            v = getattr(value, name)
-            if default is not _NO_DEFAULT and (
-                v is default or (type(v) is type(default) and v == default)
-            ):
-                continue
-            out[name] = compact(v)
-        return out
-    if isinstance(value, (frozenset, set)):
-        return sorted(value)
-    if isinstance(value, (tuple, list)):
-        return [compact(v) for v in value]
-    return value
-
-
 def snapshot_line(snapshot: Snapshot) -> str:
     """One recording line (without the newline) for ``snapshot``."""
     data: dict[str, Any] = {"type": "snapshot"}
-    data.update(compact(snapshot))
+    data.update(encode(snapshot, omit_defaults=True))
     data.pop("node", None)
     data.pop("schema_version", None)
     return json.dumps(data, separators=(",", ":"), allow_nan=True)
@@ -111,7 +76,7 @@ def header_line(node: NodeInfo, started: float) -> str:
         "schema_version": SCHEMA_VERSION,
         "gputui_version": __version__,
         "started": started,
-        "node": to_jsonable(node),
+        "node": encode(node),
     }
     return json.dumps(header, separators=(",", ":"))
 
@@ -136,7 +101,7 @@ class Recorder:
         self.path = os.fspath(path)
         self.compressed = self.path.endswith(".gz") if compress is None else compress
         self._raw: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed by close()
-        self._out: IO[bytes] = (
+        self._out: gzip.GzipFile | IO[bytes] = (
             gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
             if self.compressed
             else self._raw
@@ -325,6 +290,9 @@ class RecordingReader:
         self.source = LineSource(self.path)
         self.header: dict[str, Any] | None = None
         self.node: NodeInfo | None = None
+        self.schema_version = SCHEMA_VERSION
+        """The snapshot schema the recording was written with (older ones are migrated)."""
+        self._raw_node: dict[str, Any] = {}
 
     def read_new(self) -> list[Snapshot]:
         out: list[Snapshot] = []
@@ -383,19 +351,23 @@ class RecordingReader:
                 self.path,
             )
         schema = data.get("schema_version")
-        if schema != SCHEMA_VERSION:
+        if type(schema) is not int or schema > SCHEMA_VERSION or schema < 1:
             raise RecordingError(
                 1,
-                f"snapshot schema {schema!r} is not supported (expected {SCHEMA_VERSION}); "
-                f"recorded by gputui {data.get('gputui_version', '?')}",
+                f"snapshot schema {schema!r} is not supported (this gputui reads 1 to "
+                f"{SCHEMA_VERSION}); recorded by gputui {data.get('gputui_version', '?')}",
                 self.path,
             )
         node = data.get("node")
         if not isinstance(node, dict):
             raise RecordingError(1, "the header has no node", self.path)
+        self.schema_version = schema
+        self._raw_node = node
         try:
-            self.node = from_jsonable(NodeInfo, node)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            if schema != SCHEMA_VERSION:
+                node = migrate({"node": node}, schema)["node"]
+            self.node = decode(NodeInfo, node)
+        except CodecError as exc:
             raise RecordingError(
                 1, f"the header's node does not fit the schema: {exc}", self.path
             ) from None
@@ -412,9 +384,11 @@ class RecordingReader:
             if isinstance(kind, str):
                 return None  # a line type from a later gputui: skipped
             raise RecordingError(lineno, "a line without a 'type'", self.path)
+        if self.schema_version != SCHEMA_VERSION:
+            data = migrate({**data, "node": self._raw_node}, self.schema_version)
         try:
             return decode_snapshot(data, self.node)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except ValueError as exc:
             raise RecordingError(
                 lineno, f"the snapshot does not fit the schema: {exc}", self.path
             ) from None
@@ -437,9 +411,9 @@ def line_timestamp(reader: RecordingReader, lineno: int, raw: bytes) -> float | 
     return None if snapshot is None else snapshot.timestamp
 
 
-def decode_snapshot(data: dict[str, Any], node: Any) -> Snapshot:
-    """A snapshot from a recording line's object (without ``type``); ValueError / TypeError when
-    it does not fit the schema."""
+def decode_snapshot(data: dict[str, Any], node: NodeInfo | None) -> Snapshot:
+    """A snapshot from a recording line's object (without ``type``, of the current schema);
+    ValueError (:class:`~gputui.codec.CodecError` naming the field) when it does not fit."""
     timestamp = data.get("timestamp")
     if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
         raise ValueError("'timestamp' must be a number")
@@ -452,60 +426,9 @@ def decode_snapshot(data: dict[str, Any], node: Any) -> Snapshot:
         raise ValueError("'host' must be an object")
     data.pop("node", None)
     data.pop("schema_version", None)
-    return _converter(Snapshot)(data, node=node)
-
-
-# A compiled form of model.from_jsonable (same result, several times faster: a day of readings is
-# 86,400 lines): one converter per dataclass, built once from its type hints.
-_CONVERTERS: dict[Any, Any] = {}
-
-
-def _converter(tp: Any) -> Any:
-    """A function turning JSON data into ``tp``, or None when the data is already right."""
-    if tp in _CONVERTERS:
-        return _CONVERTERS[tp]
-    conv: Any = None
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        _CONVERTERS[tp] = None  # (no recursive types in the model)
-        hints = typing.get_type_hints(tp)
-        field_convs = {f.name: _converter(hints[f.name]) for f in dataclasses.fields(tp)}
-        plain = frozenset(name for name, c in field_convs.items() if c is None)
-        nested = {name: c for name, c in field_convs.items() if c is not None}
-
-        def conv(data: Any, tp: Any = tp, **given: Any) -> Any:
-            if not isinstance(data, dict):
-                raise TypeError(f"{tp.__name__} must be an object, not {type(data).__name__}")
-            kwargs = {}
-            for key, value in data.items():
-                if key in plain:
-                    kwargs[key] = value
-                elif key in nested:
-                    kwargs[key] = None if value is None else nested[key](value)
-            kwargs.update(given)
-            return tp(**kwargs)
-
-    elif origin in (typing.Union, types.UnionType):
-        non_none = [a for a in args if a is not type(None)]
-        conv = _converter(non_none[0]) if len(non_none) == 1 else None
-    elif origin is frozenset:
-        conv = frozenset
-    elif origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            item = _converter(args[0])
-            conv = tuple if item is None else (lambda data: tuple(item(v) for v in data))
-        else:
-            items = [_converter(a) or (lambda v: v) for a in args]
-            conv = lambda data: tuple(c(v) for c, v in zip(items, data, strict=False))  # noqa: E731
-    elif tp is float:
-        conv = _to_float
-    _CONVERTERS[tp] = conv
-    return conv
-
-
-def _to_float(value: Any) -> Any:
-    return float(value) if type(value) is int else value
+    if node is None:
+        raise ValueError("a reading before the recording's header")
+    return decode(Snapshot, data, node=node)
 
 
 def read_recording(path: str | os.PathLike[str]) -> Recording:
@@ -565,7 +488,6 @@ __all__ = [
     "Recording",
     "RecordingError",
     "RecordingReader",
-    "compact",
     "decode_snapshot",
     "fmt_size",
     "line_timestamp",

@@ -1,4 +1,5 @@
-"""Plain-text rendering of one snapshot, for ``gputui snapshot`` (no Textual, no colour)."""
+"""Plain-text reports (no Textual, no colour): one snapshot for ``gputui snapshot``, and the
+verdict of ``gputui check``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from gputui.format import (
     fmt_temp,
     short_gpu_name,
 )
+from gputui.health.verdict import CheckResult
 from gputui.model import (
     Finding,
     GpuSample,
@@ -153,3 +155,34 @@ def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
         cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
         out.append("  ".join(cells))
     return out
+
+
+def render_check(result: CheckResult) -> str:
+    """The report of ``gputui check``: headline, findings with hints, one line per GPU, notes."""
+    lines = [result.headline(), "", *render_findings(result.findings)]
+    lines += ["", "GPUs:"]
+    width = max((len(short_gpu_name(g.name)) for g in result.gpus), default=0)
+    for g in result.gpus:
+        lines.append(
+            f"  GPU {g.index:<2} {short_gpu_name(g.name):<{width}}  {g.status:<4}  {g.summary}"
+        )
+    if not result.gpus:
+        lines.append("  none")
+    lines += ["", _judged_line(result)]
+    lines += [f"Note: {note}" for note in result.notes]
+    if result.not_checked:
+        lines.append("Not checked:")
+        lines += [f"  - {item}" for item in result.not_checked]
+    policy = "warnings fail (--strict)" if result.strict else "exit 0 healthy, 1 warnings, 2 failed"
+    lines.append(f"Took {result.duration_s:.1f} s, no load put on the GPUs; {policy}.")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _judged_line(result: CheckResult) -> str:
+    gpus = ", ".join(str(i) for i in result.checked_gpus) or "none"
+    if result.selection_source == "all":
+        return f"Judged: GPUs {gpus} (all {result.node_gpu_count} of the node)."
+    return (
+        f"Judged: GPUs {gpus} (from {result.selection_source}; "
+        f"the node has {result.node_gpu_count})."
+    )

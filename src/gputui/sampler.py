@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from gputui.backends.base import Backend
 from gputui.history import History
@@ -34,6 +34,8 @@ from gputui.model import (
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL = 0.1
+INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+"""The steps of the dashboard's interval keys (+/-) and palette commands."""
 DEFAULT_SLOW_INTERVAL = 3.0
 
 
@@ -41,6 +43,9 @@ class HealthEvaluator(Protocol):
     """Turns each reading (and the history so far) into the findings listed with it."""
 
     def update(self, snapshot: Snapshot, history: History) -> tuple[Finding, ...]: ...
+
+    def acknowledge(self, key: str | None = None) -> int:
+        """Drop acknowledged findings (one key, or every cleared / event one); how many."""
 
 
 SnapshotCallback = Callable[[Snapshot], None]
@@ -56,17 +61,22 @@ class Sampler:
         *,
         interval: float = 1.0,
         slow_interval: float | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         history: History | None = None,
         node: NodeInfo | None = None,
         health: HealthEvaluator | None = None,
     ) -> None:
-        """``node`` is passed when the backend is already open (see ``backends.open_backend``)."""
+        """``node`` is passed when the backend is already open (see ``backends.open_backend``).
+        ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback."""
         self.backend = backend
+        self.playback = backend.playback
+        """The replay controls when the backend plays back a recording, else None."""
         self.interval = max(interval, MIN_INTERVAL)
         self.slow_interval = max(
             slow_interval if slow_interval is not None else DEFAULT_SLOW_INTERVAL, self.interval
         )
+        if clock is None:
+            clock = self.playback.clock if self.playback is not None else time.time
         self.clock = clock
         self.history = history if history is not None else History()
         self.health = health
@@ -74,7 +84,7 @@ class Sampler:
         self.latest: Snapshot | None = None
         self._enricher = ProcessEnricher() if backend.enrich_processes else None
         self._last_slow: float | None = None
-        self._slow_fields: dict[int, dict[str, object]] = {}
+        self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()
         self._backend_lock = threading.Lock()
         self._wake = threading.Event()
@@ -130,7 +140,13 @@ class Sampler:
 
     def _read(self, node: NodeInfo) -> Snapshot:
         now = self.clock()
-        slow = self._last_slow is None or now - self._last_slow >= self.slow_interval - 1e-6
+        # A replayed reading is complete as recorded: carrying slow fields over could mix in
+        # another moment's (after a seek).
+        slow = (
+            self.playback is not None
+            or self._last_slow is None
+            or now - self._last_slow >= self.slow_interval - 1e-6
+        )
         gpus = self.backend.read_gpus(now, slow=slow)
         if slow:
             self._last_slow = now
@@ -162,6 +178,10 @@ class Sampler:
         if sample.lost or not carried:
             return sample
         return dataclasses.replace(sample, **carried)
+
+    def acknowledge(self, key: str | None = None) -> int:
+        """Acknowledge findings in the health evaluator (see ``HealthMonitor.acknowledge``)."""
+        return 0 if self.health is None else self.health.acknowledge(key)
 
     def signal_process(self, pid: int, sig: signal.Signals) -> None:
         """Send a signal through the backend (between polls, never during one)."""

@@ -147,7 +147,9 @@ class Matrix:
         return sorted(present, key=_code_order)
 
 
-def _nvlink_count(links_a: tuple[LinkInfo, ...], links_b: tuple[LinkInfo, ...], a: int, b: int):
+def _nvlink_count(
+    links_a: tuple[LinkInfo, ...], links_b: tuple[LinkInfo, ...], a: int, b: int
+) -> tuple[int, str]:
     """(bonded NVLinks between a and b, how: ``direct`` / ``via NVSwitch`` / both)."""
     direct = max(
         sum(1 for x in links_a if x.remote_type == "gpu" and x.remote_gpu_index == b),
@@ -443,8 +445,8 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
     topo = node.topology
     if topo is not None and len(gpus) > 1:
         pairs = [(a.index, b.index) for i, a in enumerate(gpus) for b in gpus[i + 1 :]]
-        codes = {pair: _p2p_code(topo.path(*pair)) for pair in pairs}
-        values = set(codes.values())
+        p2p = {pair: _p2p_code(topo.path(*pair)) for pair in pairs}
+        values = set(p2p.values())
         lines.append("")
         uniform = {
             "OK": "OK between all pairs",
@@ -460,7 +462,7 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
                 row = [name]
                 for o in gpus:
                     pair = (min(g.index, o.index), max(g.index, o.index))
-                    row.append("X" if g.index == o.index else codes[pair])
+                    row.append("X" if g.index == o.index else p2p[pair])
                 rows.append(row)
             lines += ["  " + line for line in _grid(["", *names], rows)]
     # NVLink / XGMI

@@ -1,17 +1,16 @@
-"""Backend selection: ``auto`` tries NVML, then AMD-SMI; ``sim[:SCENARIO]`` is the simulated node;
-``replay:PATH`` plays back a recording (see :mod:`gputui.record`).
+"""Backend selection: ``auto`` tries NVML, then AMD-SMI; ``sim:SCENARIO`` is the simulated node;
+``replay:FILE`` plays back a recording (see :mod:`gputui.record`).
 
 Vendor modules are imported only when chosen, so start-up stays fast and a missing optional
-library costs nothing until it is asked for.
+library costs nothing until it is asked for. Callers normally go through
+:func:`gputui.session.open_session`, which adds the sampler and health rules.
 """
 
 from __future__ import annotations
 
 from gputui.backends.base import Backend, BackendUnavailable
+from gputui.backends.spec import BackendSpec
 from gputui.model import NodeInfo
-
-DEFAULT_SIM_SCENARIO = "dgx-h100"
-BACKEND_CHOICES = ("auto", "nvml", "amd", "sim", "sim:SCENARIO", "replay:PATH")
 
 
 class NoBackend(Exception):
@@ -22,39 +21,38 @@ class NoBackend(Exception):
         super().__init__("; ".join(f"{label}: {reason}" for label, reason in reasons))
 
 
-def create_backend(spec: str, *, seed: int = 0) -> Backend:
-    """A backend object for ``spec`` (not yet opened). Raises ValueError for an unknown spec."""
-    kind, _, arg = spec.partition(":")
-    kind = kind.strip().lower()
-    if kind == "replay":
-        if not arg:
-            raise ValueError("replay:PATH needs the path of a recording")
+def create_backend(spec: BackendSpec | str, *, seed: int = 0) -> Backend:
+    """A backend object for a concrete ``spec`` (not ``auto``; not yet opened)."""
+    if isinstance(spec, str):
+        spec = BackendSpec.parse(spec)
+    if spec.kind == "replay":
         from gputui.backends.replay import ReplayBackend
 
-        return ReplayBackend(arg)
-    if kind == "nvml" and not arg:
+        return ReplayBackend(spec.arg)
+    if spec.kind == "nvml":
         from gputui.backends.nvml import NvmlBackend
 
         return NvmlBackend()
-    if kind in ("amd", "amdsmi", "amd-smi") and not arg:
+    if spec.kind == "amd":
         from gputui.backends.amd import AmdSmiBackend
 
         return AmdSmiBackend()
-    if kind in ("sim", "demo"):
+    if spec.kind == "sim":
         from gputui.backends.sim import SimBackend
 
-        return SimBackend(arg or DEFAULT_SIM_SCENARIO, seed=seed)
-    raise ValueError(f"unknown backend {spec!r} (choose from: {', '.join(BACKEND_CHOICES)})")
+        return SimBackend(spec.arg, seed=seed)
+    raise ValueError(f"{spec} names no single backend")
 
 
-def open_backend(spec: str = "auto", *, seed: int = 0) -> tuple[Backend, NodeInfo]:
+def open_backend(spec: BackendSpec | str = "auto", *, seed: int = 0) -> tuple[Backend, NodeInfo]:
     """Open the backend named by ``spec``; ``auto`` tries NVML, then AMD-SMI.
 
-    Raises :class:`NoBackend` listing why each candidate was unusable.
-    """
-    specs = ["nvml", "amd"] if spec.strip().lower() == "auto" else [spec]
+    Raises :class:`NoBackend` listing why each candidate was unusable (ValueError for a spec
+    string that names no backend)."""
+    if isinstance(spec, str):
+        spec = BackendSpec.parse(spec)
     reasons: list[tuple[str, str]] = []
-    for candidate in specs:
+    for candidate in spec.candidates():
         backend = create_backend(candidate, seed=seed)
         try:
             return backend, backend.open()
@@ -65,8 +63,8 @@ def open_backend(spec: str = "auto", *, seed: int = 0) -> tuple[Backend, NodeInf
 
 
 __all__ = [
-    "BACKEND_CHOICES",
     "Backend",
+    "BackendSpec",
     "BackendUnavailable",
     "NoBackend",
     "create_backend",

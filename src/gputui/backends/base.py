@@ -13,6 +13,7 @@ import os
 import signal
 
 from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample
+from gputui.playback import Playback
 
 
 class BackendUnavailable(Exception):
@@ -30,6 +31,11 @@ class Backend(abc.ABC):
     #: Whether the sampler should fill host-side process fields (user, command, CPU %, RSS...)
     #: from psutil. The simulated backend invents its own processes, so it says False.
     enrich_processes: bool = True
+
+    @property
+    def playback(self) -> Playback | None:
+        """The replay controls of a backend that plays back a recording; None for a live one."""
+        return None
 
     @abc.abstractmethod
     def open(self) -> NodeInfo:

@@ -1,7 +1,8 @@
 """``ReplayBackend``: a recording (:mod:`gputui.record`) played back behind the Backend contract.
 
-The backend owns the replay clock. Build the sampler with ``clock=backend.clock`` (or use
-:func:`replay_sampler`), so each snapshot carries the recorded time of the reading it replays.
+The backend owns the replay clock and offers it as its :attr:`playback`
+(:class:`gputui.playback.Playback`), which the sampler reads, so each snapshot carries the
+recorded time of the reading it replays.
 The position moves with wall time x ``speed`` while playing and stops at the end; the UI moves it
 with :meth:`ReplayBackend.seek` / :meth:`~ReplayBackend.seek_relative`, :meth:`set_speed` and
 :meth:`set_paused` (all thread-safe).
@@ -27,10 +28,9 @@ from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import Finding, GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Snapshot
+from gputui.playback import Playback, clamp_speed
 from gputui.record import LineSource, RecordingError, RecordingReader, line_timestamp
 
-MIN_SPEED = 0.25
-MAX_SPEED = 64.0
 CACHE_SNAPSHOTS = 32
 
 
@@ -39,6 +39,10 @@ class ReplayBackend(Backend):
     (tests pass a fake)."""
 
     enrich_processes = False
+
+    @property
+    def playback(self) -> Playback:
+        return self
 
     def __init__(
         self,
@@ -52,7 +56,7 @@ class ReplayBackend(Backend):
         self.name = f"replay:{os.path.basename(self.path)}"
         self._monotonic = monotonic
         self._lock = threading.RLock()
-        self._speed = _clamp(speed, MIN_SPEED, MAX_SPEED)
+        self._speed = clamp_speed(speed)
         self._paused = start_paused
         self._reader: RecordingReader | None = None
         self.node: NodeInfo | None = None
@@ -216,10 +220,10 @@ class ReplayBackend(Backend):
                 if n >= last_in_chunk:
                     break
             self._chunk = (id(state), lines)
-        raw = self._chunk[1].get(lineno)
-        if raw is None:
+        found = self._chunk[1].get(lineno)
+        if found is None:
             raise RecordingError(lineno, "the line changed since it was read", self.path)
-        return raw
+        return found
 
     def _last_line_of_chunk(self, i: int) -> int:
         state = self._states[i]
@@ -310,7 +314,7 @@ class ReplayBackend(Backend):
         """Playback speed, clamped to 0.25 - 64; returns the speed set."""
         with self._lock:
             self._anchor_pos, self._anchor_wall = self.position, self._monotonic()
-            self._speed = _clamp(speed, MIN_SPEED, MAX_SPEED)
+            self._speed = clamp_speed(speed)
             return self._speed
 
     @property
@@ -328,49 +332,4 @@ def _clamp(value: float, lo: float, hi: float) -> float:
     return min(max(value, lo), hi)
 
 
-class RecordedFindings:
-    """The sampler's health evaluator for a replay: the findings recorded with each reading
-    (judged when it was recorded), instead of judging the readings again."""
-
-    def __init__(self, backend: ReplayBackend) -> None:
-        self.backend = backend
-        self._findings: tuple[Finding, ...] = ()
-
-    def update(self, snapshot: Snapshot, history: Any = None) -> tuple[Finding, ...]:
-        self._findings = self.backend.findings_at(snapshot.timestamp)
-        return self._findings
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        return self._findings
-
-    def take_new(self) -> list[Finding]:
-        return []
-
-    def acknowledge(self, key: str | None = None) -> int:
-        """Recorded findings cannot be acknowledged away (the recording is not changed)."""
-        return 0
-
-
-def replay_sampler(backend: ReplayBackend, node: NodeInfo, *, interval: float = 1.0) -> Any:
-    """A Sampler over an opened replay: the replay clock, every poll a complete reading (slow
-    fields and processes as recorded, never carried over from another reading, which after a seek
-    could be a later one), and the recorded findings."""
-    from gputui.sampler import Sampler
-
-    class ReplaySampler(Sampler):
-        def _read(self, node: NodeInfo) -> Snapshot:
-            self._last_slow = None  # every poll is a slow-tier one
-            return super()._read(node)
-
-    return ReplaySampler(
-        backend,
-        interval=interval,
-        slow_interval=interval,
-        clock=backend.clock,
-        node=node,
-        health=RecordedFindings(backend),
-    )
-
-
-__all__ = ["MAX_SPEED", "MIN_SPEED", "RecordedFindings", "ReplayBackend", "replay_sampler"]
+__all__ = ["ReplayBackend"]

@@ -1,5 +1,6 @@
 """Performance probe: a child-process worker that measures bandwidth and matmul throughput.
 
-``python -m gputui.probe --device cuda:0`` streams JSON lines (see ``protocol``). Only
-``gputui.probe.worker`` imports torch; ``gputui.probe.protocol`` is safe to import anywhere.
+``python -m gputui.probe --device cuda:0`` streams JSON lines (see ``protocol``). Only the child
+side (``worker`` and its ``kernels``) touches torch; ``protocol``, ``runner``, ``report`` and
+``verdict`` are safe to import anywhere.
 """

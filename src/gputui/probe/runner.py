@@ -1,4 +1,4 @@
-"""The probe runner (parent side): one worker child per GPU, JSON lines in, results out.
+"""The probe runner (parent side): one worker child per GPU, protocol messages in, results out.
 
 No torch here. :class:`ProbeRunner` starts ``python -m gputui.probe --device cuda:N`` children
 (``python`` is this interpreter or the user's ``--python PATH``, with gputui put on PYTHONPATH),
@@ -6,6 +6,7 @@ runs the compute and memory tests of all GPUs in parallel and the PCIe / P2P tes
 time (links may share a switch), forwards every message to ``on_event(gpu, msg)``, samples
 telemetry every 0.5 s while it runs and attaches per-test medians to each result. ``cancel()``
 sends SIGTERM, then SIGKILL after 3 s; no child outlives :meth:`ProbeRunner.run`.
+:func:`probe_node` wraps it for the command line: the busy-GPU safety check, targets, verdicts.
 
 GPU numbers are NVML indices. Children get ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and no
 ``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th GPU in PCI bus order, which is NVML's order
@@ -15,107 +16,83 @@ the same as AMD-SMI's, and the worker's hello names the device it opened.)
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from gputui.probe import protocol
-from gputui.probe.protocol import TEST_IDS
-from gputui.probe.verdict import Telemetry, summarize_samples
+from gputui.model import GpuSample, NodeInfo, Snapshot
+from gputui.probe.children import (
+    BadLine,
+    EndOfStream,
+    EventQueue,
+    WorkerProcess,
+    child_env,
+    gputui_pythonpath,
+)
+from gputui.probe.protocol import (
+    TEST_IDS,
+    Done,
+    Error,
+    Hello,
+    ProbeMessage,
+    Progress,
+    Result,
+    Retry,
+    Skipped,
+)
+from gputui.probe.report import (
+    EXIT_CANNOT,
+    EXIT_LOW,
+    EXIT_OK,
+    ProbeReport,
+    judge_runs,
+    progress_printer,
+    render_table,
+    spec_for,
+    spec_summary,
+)
+from gputui.probe.runs import NO_TORCH, EventCallback, GpuRun, Measurement, Target
+from gputui.probe.telemetry import (
+    TELEMETRY_INTERVAL_S,
+    ReadingFn,
+    TelemetryRecorder,
+    TelemetrySource,
+)
+from gputui.probe.verdict import Telemetry
 
 SERIAL_TESTS = frozenset({"h2d", "d2h", "p2p"})
 """Run one GPU at a time (PCIe switches and NVLink are shared)."""
 QUICK_TESTS: tuple[str, ...] = TEST_IDS
 TERM_GRACE_S = 3.0
-TELEMETRY_INTERVAL_S = 0.5
-STDERR_TAIL = 20
 BUSY_MEMORY_BYTES = 1 << 30
 BUSY_MEMORY_FRACTION = 0.05
-NO_TORCH = "no_torch"
+CPU_SIZE_SCALE = 0.02
+SIM_NOTE = (
+    "the simulated node's GPUs cannot be probed (there is no real GPU to run torch on); "
+    "running the probe on the CPU instead"
+)
 
-EventCallback = Callable[["int | None", dict[str, Any]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One device to probe: an NVML GPU (``gpu`` set) or the CPU (``gpu`` None)."""
-
-    gpu: int | None
-    device: str  # "cuda:N" or "cpu"
-    label: str  # "GPU 3" / "CPU"
+Phase = list[tuple[Target, list[str]]]
+"""Workers that run at the same time: each target with the tests its worker runs."""
 
 
-@dataclass
-class GpuRun:
-    """What one device's children reported."""
-
-    target: Target
-    hello: dict[str, Any] | None = None
-    results: list[dict[str, Any]] = field(default_factory=list)
-    telemetry: list[Telemetry | None] = field(default_factory=list)  # one per result
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    retries: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    error_kind: str | None = None  # NO_TORCH, "crash", "cancelled", "start"
-    cancelled: bool = False
-    returncodes: list[int] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and not self.cancelled
-
-
-@dataclass
-class _Child:
-    target: Target
-    proc: subprocess.Popen
-    done: bool = False
-    stderr: collections.deque = field(default_factory=lambda: collections.deque(maxlen=STDERR_TAIL))
-    bad_lines: int = 0
-    reader: threading.Thread | None = None
-    err_reader: threading.Thread | None = None
-
-
-def gputui_pythonpath() -> str:
-    """The folder that holds the ``gputui`` package (what a foreign Python needs to import it)."""
-    import gputui
-
-    return str(Path(gputui.__file__).resolve().parent.parent)
-
-
-def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    path = gputui_pythonpath()
-    old = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = path if not old else path + os.pathsep + old
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def cuda_index_map(node: Any) -> dict[int, int]:
+def cuda_index_map(node: NodeInfo) -> dict[int, int]:
     """NVML index -> ``cuda:N`` in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
     gpus = list(node.gpus)
-    if all(g.pci_bus_id for g in gpus):
-        order = sorted(gpus, key=lambda g: g.pci_bus_id.lower())
+    bus_ids = {g.index: g.pci_bus_id for g in gpus if g.pci_bus_id}
+    if len(bus_ids) == len(gpus):
+        order = sorted(gpus, key=lambda g: bus_ids[g.index].lower())
     else:
         order = sorted(gpus, key=lambda g: g.index)
     return {g.index: i for i, g in enumerate(order)}
 
 
-def busy_reason(snapshot: Any, index: int, own_pids: Sequence[int] = ()) -> str | None:
+def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) -> str | None:
     """Why a GPU should not be probed now (other processes, memory in use), or None."""
     procs = [p for p in snapshot.processes_on(index) if p.pid not in own_pids]
     parts: list[str] = []
@@ -128,8 +105,8 @@ def busy_reason(snapshot: Any, index: int, own_pids: Sequence[int] = ()) -> str 
         parts.append(f"processes running: {who}{more}")
     sample = snapshot.sample(index)
     info = snapshot.node.gpu(index)
-    used = getattr(sample, "memory_used_bytes", None)
-    total = getattr(info, "memory_total_bytes", None)
+    used = sample.memory_used_bytes if sample is not None else None
+    total = info.memory_total_bytes if info is not None else None
     if used is not None and (
         used > BUSY_MEMORY_BYTES or (total and used > BUSY_MEMORY_FRACTION * total)
     ):
@@ -144,7 +121,7 @@ class ProbeRunner:
     """Runs the probe worker for each target and gathers what they report.
 
     ``command``: the argv prefix that starts a worker (default ``[python, "-m", "gputui.probe"]``);
-    tests pass a fake worker here. ``sampler``: anything with ``poll() -> Snapshot`` (telemetry);
+    tests pass a fake worker here. ``sampler``: a :class:`TelemetrySource` polled for telemetry;
     ``readings``: a callable returning the latest Snapshot instead (e.g. the TUI's)."""
 
     def __init__(
@@ -158,8 +135,8 @@ class ProbeRunner:
         size_scale: float | None = None,
         seconds_per_test: float | None = None,
         on_event: EventCallback | None = None,
-        sampler: Any = None,
-        readings: Callable[[], Any] | None = None,
+        sampler: TelemetrySource | None = None,
+        readings: ReadingFn | None = None,
         telemetry_interval: float = TELEMETRY_INTERVAL_S,
         env: Mapping[str, str] | None = None,
         serial_tests: frozenset[str] = SERIAL_TESTS,
@@ -174,16 +151,16 @@ class ProbeRunner:
         self.on_event = on_event
         self.sampler = sampler
         self.readings = readings
-        self.telemetry_interval = telemetry_interval
         self.env = child_env(env)
         self.serial_tests = serial_tests
         self.runs: dict[int | None, GpuRun] = {t.gpu: GpuRun(t) for t in self.targets}
-        self._queue: queue.Queue = queue.Queue()
-        self._children: list[_Child] = []
+        self.telemetry = TelemetryRecorder(
+            [t.gpu for t in self.targets if t.gpu is not None], interval=telemetry_interval
+        )
+        self._queue: EventQueue = queue.Queue()
+        self._children: list[WorkerProcess] = []
         self._lock = threading.Lock()
         self._cancel = threading.Event()
-        self._stop_telemetry = threading.Event()
-        self._samples: dict[int, list[tuple[float, Any]]] = collections.defaultdict(list)
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -191,13 +168,13 @@ class ProbeRunner:
     def cancelled(self) -> bool:
         return self._cancel.is_set()
 
-    def phases(self) -> list[list[tuple[Target, list[str]]]]:
+    def phases(self) -> list[Phase]:
         """Parallel phase (all targets, compute + memory), then one serial phase per target."""
         parallel = [t for t in self.tests if t not in self.serial_tests]
         serial = [t for t in self.tests if t in self.serial_tests]
         if len(self.targets) <= 1:
             return [[(t, list(self.tests))] for t in self.targets]
-        out: list[list[tuple[Target, list[str]]]] = []
+        out: list[Phase] = []
         if parallel:
             out.append([(t, parallel) for t in self.targets])
         if serial:
@@ -207,10 +184,8 @@ class ProbeRunner:
     def run(self) -> dict[int | None, GpuRun]:
         """Run every phase to the end (or until cancelled); returns the runs by GPU."""
         started = time.monotonic()
-        telemetry = None
-        if self.sampler is not None or self.readings is not None:
-            telemetry = threading.Thread(target=self._telemetry_loop, daemon=True)
-            telemetry.start()
+        self.telemetry.read = self.readings or (self.sampler.poll if self.sampler else None)
+        self.telemetry.start()
         try:
             for phase in self.phases():
                 if self._cancel.is_set():
@@ -220,12 +195,11 @@ class ProbeRunner:
                     break  # the same Python will fail the same way for every later phase
         finally:
             self._kill_all()
-            self._stop_telemetry.set()
-            if telemetry is not None:
-                telemetry.join(timeout=2.0)
+            self.telemetry.stop()
         for run in self.runs.values():
             run.seconds = time.monotonic() - started
-            run.telemetry = [self._telemetry_for(run.target, r) for r in run.results]
+            for measured in run.measurements:
+                measured.telemetry = self._telemetry_for(run.target, measured)
             if self._cancel.is_set():
                 run.cancelled = True
         return self.runs
@@ -236,8 +210,12 @@ class ProbeRunner:
         with self._lock:
             children = list(self._children)
         for child in children:
-            _signal(child.proc, signal.SIGTERM)
+            child.signal(signal.SIGTERM)
         self._queue.put(None)  # wake the loop
+
+    def add_sample(self, when: float, sample: GpuSample) -> None:
+        """Record a reading taken at ``when`` (time.time()), for callers that sample themselves."""
+        self.telemetry.add(when, sample)
 
     # -- children ---------------------------------------------------------------------------------
 
@@ -250,54 +228,21 @@ class ProbeRunner:
             argv += ["--seconds-per-test", f"{self.seconds_per_test:g}"]
         return argv
 
-    def _start(self, target: Target, tests: list[str]) -> _Child | None:
-        run = self.runs[target.gpu]
+    def _start(self, target: Target, tests: list[str]) -> WorkerProcess | None:
         try:
-            proc = subprocess.Popen(
-                self._argv(target, tests),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
-                start_new_session=True,
-            )
+            child = WorkerProcess.start(target, self._argv(target, tests), self.env, self._queue)
         except OSError as exc:
+            run = self.runs[target.gpu]
             run.errors.append(f"{target.label}: cannot start {self.command[0]}: {exc}")
             run.error_kind = "start"
             return None
-        child = _Child(target, proc)
-        child.reader = threading.Thread(target=self._read_stdout, args=(child,), daemon=True)
-        child.err_reader = threading.Thread(target=self._read_stderr, args=(child,), daemon=True)
-        child.reader.start()
-        child.err_reader.start()
         with self._lock:
             self._children.append(child)
         if self._cancel.is_set():
-            _signal(proc, signal.SIGTERM)
+            child.signal(signal.SIGTERM)
         return child
 
-    def _read_stdout(self, child: _Child) -> None:
-        assert child.proc.stdout is not None
-        for raw in child.proc.stdout:
-            if not raw.strip():
-                continue
-            try:
-                msg = protocol.decode(raw)
-            except protocol.ProtocolError as exc:
-                text = raw.decode("utf-8", "replace").strip()[:200]
-                self._queue.put((child, {"type": "_bad", "message": f"{exc}: {text!r}"}))
-                continue
-            self._queue.put((child, msg))
-        self._queue.put((child, {"type": "_eof"}))
-
-    def _read_stderr(self, child: _Child) -> None:
-        assert child.proc.stderr is not None
-        for raw in child.proc.stderr:
-            text = raw.decode("utf-8", "replace").rstrip()
-            if text:
-                child.stderr.append(text)
-
-    def _run_phase(self, phase: list[tuple[Target, list[str]]]) -> None:
+    def _run_phase(self, phase: Phase) -> None:
         live = [c for c in (self._start(t, tests) for t, tests in phase) if c is not None]
         open_streams = len(live)
         kill_at: float | None = None
@@ -307,7 +252,7 @@ class ProbeRunner:
             timeout = 0.2 if kill_at is None else max(0.0, min(0.2, kill_at - time.monotonic()))
             if kill_at is not None and time.monotonic() >= kill_at:
                 for c in live:
-                    _signal(c.proc, signal.SIGKILL)
+                    c.signal(signal.SIGKILL)
                 kill_at = time.monotonic() + 10.0  # give the readers time to see EOF
             try:
                 item = self._queue.get(timeout=timeout)
@@ -315,322 +260,116 @@ class ProbeRunner:
                 continue
             if item is None:
                 continue
-            child, msg = item
-            if msg["type"] == "_eof":
-                open_streams -= 1
-                self._finish(child)
-                continue
-            self._handle(child, msg)
+            child, event = item
+            match event:
+                case EndOfStream():
+                    open_streams -= 1
+                    self._finish(child)
+                case BadLine(reason=reason):
+                    self._bad_line(child, reason)
+                case _:
+                    self._handle(child, event)
 
-    def _handle(self, child: _Child, msg: dict[str, Any]) -> None:
+    def _bad_line(self, child: WorkerProcess, reason: str) -> None:
+        child.bad_lines += 1
+        if child.bad_lines == 1:
+            run = self.runs[child.target.gpu]
+            run.errors.append(
+                f"{child.target.label}: the probe worker wrote a line that is not a probe "
+                f"message ({reason})"
+            )
+            run.error_kind = run.error_kind or "crash"
+
+    def _handle(self, child: WorkerProcess, msg: ProbeMessage) -> None:
         run = self.runs[child.target.gpu]
-        kind = msg["type"]
-        msg = dict(msg)
-        if kind == "_bad":
-            child.bad_lines += 1
-            if child.bad_lines == 1:
-                run.errors.append(
-                    f"{child.target.label}: the probe worker wrote a line that is not a probe "
-                    f"message ({msg['message']})"
-                )
-                run.error_kind = run.error_kind or "crash"
-            return
-        msg["received"] = time.time()
-        if kind == "hello":
-            run.hello = msg if run.hello is None else run.hello
-        elif kind == "result":
-            run.results.append(msg)
-        elif kind == "skipped":
-            run.skipped.append(msg)
-        elif kind == "retry":
-            run.retries.append(msg)
-        elif kind == "error":
-            if msg["message"] == protocol.CANCELLED:
-                run.cancelled = True
-            else:
-                test = f" ({msg['test']})" if msg.get("test") else ""
-                run.errors.append(f"{child.target.label}{test}: {msg['message']}")
-                if msg.get("test") is None:
-                    run.error_kind = run.error_kind or "device"
-        elif kind == "done":
-            child.done = True
-            run.cancelled = run.cancelled or bool(msg.get("cancelled"))
+        match msg:
+            case Hello():
+                run.hello = run.hello or msg
+            case Result():
+                run.measurements.append(Measurement(msg, received=time.time()))
+            case Skipped():
+                run.skipped.append(msg)
+            case Retry():
+                run.retries.append(msg)
+            case Error(test=test, message=message):
+                if msg.cancelled:
+                    run.cancelled = True
+                else:
+                    run.errors.append(
+                        f"{child.target.label}{f' ({test})' if test else ''}: {message}"
+                    )
+                    if test is None:
+                        run.error_kind = run.error_kind or "device"
+            case Done(cancelled=cancelled):
+                child.done = True
+                run.cancelled = run.cancelled or cancelled
+            case Progress():
+                pass
+        self._tell(child.target.gpu, msg)
+
+    def _tell(self, gpu: int | None, msg: ProbeMessage) -> None:
         if self.on_event is not None:
             with contextlib.suppress(Exception):  # a failing listener must not stop the run
-                self.on_event(child.target.gpu, msg)
+                self.on_event(gpu, msg)
 
-    def _finish(self, child: _Child) -> None:
-        try:
-            code = child.proc.wait(timeout=TERM_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal(child.proc, signal.SIGKILL)
-            code = child.proc.wait()
-        if child.err_reader is not None:
-            child.err_reader.join(timeout=1.0)
+    def _finish(self, child: WorkerProcess) -> None:
+        """The child closed stdout: reap it; an exit without ``done`` is an error."""
+        code = child.reap(TERM_GRACE_S)
+        child.finish_reading()
         run = self.runs[child.target.gpu]
         run.returncodes.append(code)
         if child.done or self._cancel.is_set():
             return
-        tail = "\n".join(child.stderr)
-        if "No module named 'torch'" in tail or "No module named torch" in tail:
+        tail = child.stderr_tail
+        label = child.target.label
+        if any(
+            "No module named 'torch'" in line or "No module named torch" in line for line in tail
+        ):
             run.error_kind = NO_TORCH
             run.errors.append(
-                f"{child.target.label}: torch is not installed in {self.python}; "
+                f"{label}: torch is not installed in {self.python}; "
                 f"pip install 'torch==2.13.0' or pass --python"
             )
-            msg = {"type": "error", "test": None, "message": run.errors[-1]}
         else:
-            run.error_kind = run.error_kind if run.error_kind == "crash" else "crash"
-            last = "; ".join(list(child.stderr)[-5:]) or "(no output on stderr)"
+            run.error_kind = "crash"
+            last = "; ".join(tail[-5:]) or "(no output on stderr)"
             run.errors.append(
-                f"{child.target.label}: the probe worker exited with status {code} before it "
-                f"finished: {last}"
+                f"{label}: the probe worker exited with status {code} before it finished: {last}"
             )
-            msg = {"type": "error", "test": None, "message": run.errors[-1]}
-        if self.on_event is not None:
-            with contextlib.suppress(Exception):
-                self.on_event(child.target.gpu, msg)
+        self._tell(child.target.gpu, Error(None, run.errors[-1]))
 
     def _kill_all(self) -> None:
         with self._lock:
             children = list(self._children)
         for child in children:
-            if child.proc.poll() is None:
-                _signal(child.proc, signal.SIGTERM)
+            child.signal(signal.SIGTERM)
         deadline = time.monotonic() + TERM_GRACE_S
         for child in children:
-            try:
-                child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal(child.proc, signal.SIGKILL)
-                child.proc.wait()
-            for stream in (child.proc.stdout, child.proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
+            child.reap(deadline - time.monotonic())
+            child.close_streams()
 
     # -- telemetry --------------------------------------------------------------------------------
 
-    def _telemetry_loop(self) -> None:
-        gpus = {t.gpu for t in self.targets if t.gpu is not None}
-        while not self._stop_telemetry.is_set():
-            try:
-                snapshot = self.readings() if self.readings else self.sampler.poll()
-            except Exception:  # telemetry is a bonus; the probe goes on without it
-                snapshot = None
-            now = time.time()
-            if snapshot is not None:
-                for sample in snapshot.gpus:
-                    if sample.index in gpus:
-                        self._samples[sample.index].append((now, sample))
-            self._stop_telemetry.wait(self.telemetry_interval)
-
-    def add_sample(self, when: float, sample: Any) -> None:
-        """Record a reading taken at ``when`` (time.time()), for callers that sample themselves."""
-        self._samples[sample.index].append((when, sample))
-
-    def _telemetry_for(self, target: Target, result: dict[str, Any]) -> Telemetry | None:
+    def _telemetry_for(self, target: Target, measured: Measurement) -> Telemetry | None:
         if target.gpu is None:
             return None
-        end = float(result.get("received", time.time()))
-        start = end - float(result.get("seconds", 0.0)) - 0.1
-        samples = [s for when, s in self._samples.get(target.gpu, []) if start <= when <= end]
-        if not samples:
-            return None
-        return summarize_samples(samples)
+        return self.telemetry.for_test(target.gpu, measured.received, measured.result.seconds)
 
 
-def _signal(proc: subprocess.Popen, sig: int) -> None:
-    """Signal the child's process group (it runs in its own session), else the child."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError, OSError):
-        with contextlib.suppress(ProcessLookupError, OSError):
-            proc.send_signal(sig)
-
-
-# -- judging and the command line (``gputui probe``, ``gputui check --probe``) --------------------
-
-EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
-CPU_SIZE_SCALE = 0.02
-SIM_NOTE = (
-    "the simulated node's GPUs cannot be probed (there is no real GPU to run torch on); "
-    "running the probe on the CPU instead"
-)
-
-
-def spec_for(info: Any) -> tuple[Any, dict[str, float | None] | None]:
-    """(SpecMatch or None, scaled peaks or None) for a GpuInfo."""
-    from gputui.specs import lookup, scaled_peaks
-
-    match = lookup(
-        info.name,
-        sm_count=info.sm_count,
-        clock_mhz=info.sm_clock_max_mhz,
-        compute_capability=info.compute_capability,
-    )
-    return match, (scaled_peaks(match) if match is not None else None)
-
-
-def judge_runs(runs: Mapping[int | None, GpuRun], node: Any = None) -> list[Any]:
-    """Every result of every run as a :class:`~gputui.probe.verdict.Judged`, verdicts filled."""
-    from gputui.probe import verdict as V
-
-    judged: list[V.Judged] = []
-    limits: dict[int, tuple[float | None, float | None]] = {}
-    for gpu, run in runs.items():
-        info = node.gpu(gpu) if (node is not None and gpu is not None) else None
-        match, peaks = spec_for(info) if info is not None else (None, None)
-        fam = V.family(match.spec.architecture) if match is not None else "default"
-        if info is not None:
-            limits[gpu] = (info.sm_clock_max_mhz, info.power_default_limit_w)  # type: ignore[index]
-        tels = run.telemetry or [None] * len(run.results)
-        for res, tel in zip(run.results, tels, strict=False):
-            j = V.Judged(
-                gpu=gpu,
-                label=run.target.label,
-                test=res["test"],
-                value=float(res["value"]),
-                unit=res["unit"],
-                method=res.get("method", ""),
-                telemetry=tel,
-                peer=(res.get("details") or {}).get("peer"),
-            )
-            if info is not None:
-                gen = (tel.pcie_gen if tel else None) or info.pcie_max_gen
-                width = (tel.pcie_width if tel else None) or info.pcie_max_width
-                link = match.spec.link_gbs if match is not None else None
-                j.spec, j.spec_source = V.spec_value(
-                    j.test, peaks, pcie_gen=gen, pcie_width=width, link_gbs=link
-                )
-                if j.spec and match is not None:
-                    j.spec_source += f" of {match.spec.model} ({match.how})"
-                j.expected = V.expected_fraction(fam, j.test) if j.spec else None
-                V.judge(
-                    j,
-                    sm_clock_max_mhz=info.sm_clock_max_mhz,
-                    power_default_limit_w=info.power_default_limit_w,
-                )
-            else:
-                j.spec_source = "CPU run: no spec comparison" if gpu is None else "no spec"
-            judged.append(j)
-    V.apply_node_relative(judged, limits)
-    return judged
-
-
-def _fmt(value: float | None, fmt: str = "{:.4g}") -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def render_table(judged: Sequence[Any]) -> str:
-    head = ("GPU", "test", "measured", "spec", "% spec", "expected", "verdict", "how measured")
-    rows = [
-        (
-            j.label,
-            j.test + (f"->{j.peer}" if j.peer is not None else ""),
-            f"{j.value:.4g} {j.unit}",
-            "-" if j.spec is None else f"{j.spec:.4g} {j.unit}",
-            _fmt(j.pct_of_spec, "{:.0f}%"),
-            _fmt(None if j.expected is None else 100 * j.expected, "{:.0f}%"),
-            j.verdict,
-            j.method,
-        )
-        for j in judged
-    ]
-    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
-    lines = []
-    for r in (head, *rows):
-        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)]
-        lines.append("  ".join([*cells, r[-1]]).rstrip())
-    return "\n".join(lines)
-
-
-@dataclass
-class ProbeReport:
-    """The outcome of ``gputui probe`` / ``check --probe``."""
-
-    mode: str  # "gpu" | "cpu"
-    judged: list[Any] = field(default_factory=list)
-    runs: dict[int | None, GpuRun] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    specs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    no_torch: bool = False
-    cancelled: bool = False
-
-    @property
-    def exit_code(self) -> int:
-        from gputui.probe.verdict import LOW
-
-        if self.refused or self.errors or self.no_torch or (self.cancelled and not self.judged):
-            return EXIT_CANNOT
-        return EXIT_LOW if any(j.verdict == LOW for j in self.judged) else EXIT_OK
-
-    def summary(self) -> list[str]:
-        from gputui.probe.verdict import summary_lines
-
-        return summary_lines(self.judged)
-
-    def to_dict(self) -> dict[str, Any]:
-        from gputui.probe.verdict import EXPECTED_SOURCE, worst
-
-        return {
-            "mode": self.mode,
-            "verdict": worst(self.judged),
-            "exit_code": self.exit_code,
-            "results": [j.to_dict() for j in self.judged],
-            "gpus": {
-                str(k): {
-                    "label": r.target.label,
-                    "device": r.target.device,
-                    "device_name": (r.hello or {}).get("device_name"),
-                    "torch_version": (r.hello or {}).get("torch_version"),
-                    "skipped": [{"test": s["test"], "reason": s["reason"]} for s in r.skipped],
-                    "retries": [
-                        {"test": s["test"], "reason": s["reason"], "size": s["size"]}
-                        for s in r.retries
-                    ],
-                    "errors": list(r.errors),
-                    "cancelled": r.cancelled,
-                    "spec": self.specs.get(k) if isinstance(k, int) else None,
-                }
-                for k, r in self.runs.items()
-            },
-            "summary": self.summary(),
-            "notes": list(self.notes),
-            "refused": list(self.refused),
-            "errors": list(self.errors),
-            "expected_source": EXPECTED_SOURCE,
-        }
-
-
-def _spec_info(info: Any) -> dict[str, Any] | None:
-    match, _ = spec_for(info)
-    if match is None:
-        return None
-    return {
-        "model": match.spec.model,
-        "how": match.how,
-        "scale": match.scale,
-        "note": match.note,
-        "source": match.spec.source,
-    }
+# -- the command line (``gputui probe``, ``gputui check --probe``) ---------------------------------
 
 
 def probe_node(
     *,
-    node: Any = None,
-    snapshot: Any = None,
+    node: NodeInfo | None = None,
+    snapshot: Snapshot | None = None,
     gpus: Sequence[int] | None = None,
     tests: Sequence[str] | None = None,
     force: bool = False,
     python: str | None = None,
     command: Sequence[str] | None = None,
     long: bool = False,
-    sampler: Any = None,
+    sampler: TelemetrySource | None = None,
     on_event: EventCallback | None = None,
     size_scale: float | None = None,
     seconds_per_test: float | None = None,
@@ -649,17 +388,14 @@ def probe_node(
         cuda = cuda_index_map(node)
         if snapshot is not None and not force:
             own = (os.getpid(),)
-            for i in indices:
-                why = busy_reason(snapshot, i, own)
-                if why:
-                    report.refused.append(why)
+            report.refused = [why for i in indices if (why := busy_reason(snapshot, i, own))]
             if report.refused:
                 return report
         targets = [Target(i, f"cuda:{cuda[i]}", f"GPU {i}") for i in indices]
         for i in indices:
             info = node.gpu(i)
             if info is not None:
-                report.specs[i] = _spec_info(info)  # type: ignore[assignment]
+                report.specs[i] = spec_summary(info)
     runner = ProbeRunner(
         targets,
         tests=tests,
@@ -689,24 +425,24 @@ def probe_node(
     return report
 
 
-def progress_printer(stream: Any) -> EventCallback:
-    """``on_event`` that writes one line per hello / result / retry / skip / error."""
-
-    def show(gpu: int | None, msg: dict[str, Any]) -> None:
-        who = "CPU" if gpu is None else f"GPU {gpu}"
-        kind = msg["type"]
-        if kind == "hello":
-            text = f"{msg['device_name']} (torch {msg['torch_version']})"
-        elif kind == "result":
-            text = f"{msg['test']}: {msg['value']:.4g} {msg['unit']}"
-        elif kind == "retry":
-            text = f"{msg['test']}: {msg['reason']}, retrying smaller {msg.get('text', '')}"
-        elif kind == "skipped":
-            text = f"{msg['test']}: skipped ({msg['reason']})"
-        elif kind == "error":
-            text = f"error{' in ' + msg['test'] if msg.get('test') else ''}: {msg['message']}"
-        else:
-            return
-        print(f"[{who}] {text}", file=stream, flush=True)
-
-    return show
+__all__ = [
+    "EXIT_CANNOT",
+    "EXIT_LOW",
+    "EXIT_OK",
+    "SIM_NOTE",
+    "EventCallback",
+    "GpuRun",
+    "Measurement",
+    "ProbeReport",
+    "ProbeRunner",
+    "Target",
+    "busy_reason",
+    "child_env",
+    "cuda_index_map",
+    "gputui_pythonpath",
+    "judge_runs",
+    "probe_node",
+    "progress_printer",
+    "render_table",
+    "spec_for",
+]

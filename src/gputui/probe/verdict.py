@@ -19,7 +19,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gputui.model import GpuSample
+    from gputui.probe.protocol import JsonObject
 
 OK, WARN, LOW, NA = "OK", "WARN", "LOW", "n/a"
 
@@ -138,7 +142,7 @@ def spec_value(
     metric = TEST_METRIC.get(test)
     if metric == "pcie":
         value = pcie_spec_gbs(pcie_gen, pcie_width)
-        if value is None:
+        if value is None or pcie_gen is None:
             return None, "PCIe link unknown"
         return value, f"PCIe gen{pcie_gen} x{pcie_width} ({PCIE_LANE_GBS[pcie_gen]:g} GB/s/lane)"
     if metric == "p2p":
@@ -167,43 +171,44 @@ class Telemetry:
     pcie_gen: int | None = None  # highest seen (links down-train at idle)
     pcie_width: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "samples": self.samples,
             "sm_clock_mhz": self.sm_clock_mhz,
             "power_w": self.power_w,
             "temperature_c": self.temperature_c,
             "power_limit_w": self.power_limit_w,
-            "throttle_reasons": list(self.throttle_reasons),
+            "throttle_reasons": [*self.throttle_reasons],
             "pcie_gen": self.pcie_gen,
             "pcie_width": self.pcie_width,
         }
 
 
-def summarize_samples(samples: Sequence[Any]) -> Telemetry:
-    """Telemetry from GpuSample-like objects (clock_sm_mhz, power_w, temperature_gpu_c, ...)."""
+def _median(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return float(statistics.median(vals)) if vals else None
 
-    def med(name: str) -> float | None:
-        vals = [getattr(s, name) for s in samples if getattr(s, name, None) is not None]
-        return float(statistics.median(vals)) if vals else None
 
-    def top(name: str) -> int | None:
-        vals = [getattr(s, name) for s in samples if getattr(s, name, None) is not None]
-        return max(vals) if vals else None
+def _highest(values: Iterable[int | None]) -> int | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
 
+
+def summarize_samples(samples: Sequence[GpuSample]) -> Telemetry:
+    """Telemetry from the readings taken while one test ran."""
     reasons: set[str] = set()
     for s in samples:
-        reasons |= set(getattr(s, "throttle_reasons", None) or ())
+        reasons |= set(s.throttle_reasons or ())
     reasons.discard("gpu_idle")
     return Telemetry(
         samples=len(samples),
-        sm_clock_mhz=med("clock_sm_mhz"),
-        power_w=med("power_w"),
-        temperature_c=med("temperature_gpu_c"),
-        power_limit_w=med("power_limit_w"),
+        sm_clock_mhz=_median(s.clock_sm_mhz for s in samples),
+        power_w=_median(s.power_w for s in samples),
+        temperature_c=_median(s.temperature_gpu_c for s in samples),
+        power_limit_w=_median(s.power_limit_w for s in samples),
         throttle_reasons=tuple(sorted(reasons)),
-        pcie_gen=top("pcie_gen"),
-        pcie_width=top("pcie_width"),
+        pcie_gen=_highest(s.pcie_gen for s in samples),
+        pcie_width=_highest(s.pcie_width for s in samples),
     )
 
 
@@ -283,7 +288,7 @@ class Judged:
         pct = self.pct_of_spec
         return None if pct is None or not self.expected else pct / self.expected
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "gpu": self.gpu,
             "label": self.label,
@@ -296,7 +301,7 @@ class Judged:
             "pct_of_spec": _round(self.pct_of_spec),
             "expected_pct": _round(None if self.expected is None else 100 * self.expected),
             "verdict": self.verdict,
-            "reasons": list(self.reasons),
+            "reasons": [*self.reasons],
             "sibling_gap_pct": _round(None if self.sibling_gap is None else 100 * self.sibling_gap),
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
             "peer": self.peer,
@@ -343,20 +348,20 @@ def apply_node_relative(
     """LOW when a GPU is below 90% of the node's best GPU for the same test (>= 2 GPUs).
 
     ``limits`` maps a GPU to (sm_clock_max_mhz, power_default_limit_w) for the reasons."""
-    groups: dict[str, list[Judged]] = {}
+    groups: dict[str, list[tuple[int, Judged]]] = {}
     for r in results:
         if r.gpu is not None and r.value > 0:
-            groups.setdefault(r.test, []).append(r)
+            groups.setdefault(r.test, []).append((r.gpu, r))
     for items in groups.values():
-        if len({r.gpu for r in items}) < 2:
+        if len({gpu for gpu, _ in items}) < 2:
             continue
-        best = max(r.value for r in items)
-        for r in items:
+        best = max(r.value for _, r in items)
+        for gpu, r in items:
             if r.value < SIBLING_FRACTION * best:
                 r.sibling_gap = 1 - r.value / best
                 if r.verdict != LOW:
                     r.verdict = LOW
-                    clock_max, default_w = (limits or {}).get(r.gpu, (None, None))  # type: ignore[arg-type]
+                    clock_max, default_w = (limits or {}).get(gpu, (None, None))
                     r.reasons = telemetry_reasons(
                         r.telemetry, sm_clock_max_mhz=clock_max, power_default_limit_w=default_w
                     )

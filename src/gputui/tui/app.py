@@ -20,23 +20,33 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
 from gputui.format import finding_text, fmt_interval
-from gputui.model import SEVERITY_ORDER, ProcessSample, Snapshot
-from gputui.sampler import Sampler
+from gputui.health.rollup import NewFindings, where
+from gputui.model import ProcessSample, Snapshot
+from gputui.playback import clamp_speed
+from gputui.sampler import INTERVAL_PRESETS, Sampler
 from gputui.tui.commands import GpuCommands
-from gputui.tui.health_view import NOTIFY_SEVERITY, finding_key, sorted_findings, where
-from gputui.tui.messages import RecordingFailed, SamplerFailed, SignalSent, SnapshotReady
+from gputui.tui.messages import (
+    AcknowledgeFindings,
+    RecordingFailed,
+    SamplerFailed,
+    SignalRequested,
+    SignalSent,
+    SnapshotReady,
+)
 from gputui.tui.recording import RecordingSession, default_record_path
-from gputui.tui.replay import SPEED_MAX, SPEED_MIN, ReplayStatus, fmt_speed, replay_backend
+from gputui.tui.replay import ReplayStatus, fmt_speed
 from gputui.tui.screens.dashboard import DashboardScreen
 
 if TYPE_CHECKING:
     from gputui.tui.screens.probe import ProbeScreen, ProbeSession
 
-INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+NOTIFY_SEVERITY: dict[str, SeverityLevel] = {"warn": "warning", "fail": "error"}
+"""Finding severity -> notification severity; info and ok findings do not notify."""
 MAX_FINDING_TOASTS = 3
 """New findings in one reading beyond this many are summed up in one notification."""
 LIGHT_THEME = "textual-light"
@@ -107,8 +117,8 @@ class GpuTuiApp(App[None]):
         super().__init__()
         self.probe_session = probe_session
         self.sampler = sampler
-        self.replay = replay_backend(sampler.backend)
-        """The ``ReplayBackend`` when replaying a recording, else None."""
+        self.replay = sampler.playback
+        """The replay controls when replaying a recording, else None."""
         # A recording cannot be signalled: replay is always read-only.
         readonly = readonly or self.replay is not None
         self.readonly = readonly
@@ -119,8 +129,8 @@ class GpuTuiApp(App[None]):
         self.paused = False
         self.latest: Snapshot | None = sampler.latest
         self._last_error = ""
-        self.notified_findings: dict[str, int] = {}
-        """Finding key -> severity rank already notified (see :meth:`notify_findings`)."""
+        self.new_findings = NewFindings(("warn", "fail"))
+        """Which findings were already notified (see :meth:`notify_findings`)."""
         self._dark_theme = DARK_THEME
         if theme is not None:
             self.theme = theme
@@ -133,7 +143,7 @@ class GpuTuiApp(App[None]):
             node,
             sampler.history,
             readonly=readonly,
-            health_enabled=getattr(sampler, "health", None) is not None,
+            health_enabled=sampler.health is not None,
         )
 
     def get_default_screen(self) -> Screen[None]:
@@ -188,37 +198,17 @@ class GpuTuiApp(App[None]):
             update(snapshot)
 
     def notify_findings(self, snapshot: Snapshot) -> None:
-        """One notification per new warn/fail finding, when its key first shows up active.
-
-        A key is notified once while it stays listed (active, or cleared and not yet
-        acknowledged); a finding that clears and comes back before it is acknowledged is not
-        notified again. Once a key is no longer listed (acknowledged, or dropped by the
-        monitor), it is forgotten, so a later recurrence notifies again. A finding that gets
-        worse (warn -> fail) under the same key notifies again. Info findings never notify.
-        """
-        notified = self.notified_findings
-        listed: set[str] = set()
-        new = []
-        for finding in snapshot.findings:
-            key = finding_key(finding)
-            listed.add(key)
-            if not finding.active or finding.severity not in NOTIFY_SEVERITY:
-                continue
-            rank = SEVERITY_ORDER[finding.severity]
-            if notified.get(key, -1) < rank:
-                notified[key] = rank
-                new.append(finding)
-        for key in [k for k in notified if k not in listed]:
-            del notified[key]
+        """One notification per new warn/fail finding (see :class:`NewFindings`: once while it
+        stays listed; again when it gets worse or comes back after being acknowledged)."""
+        new = self.new_findings.take(snapshot.findings)
         if not new:
             return
-        new = sorted_findings(new)
         shown = new if len(new) <= MAX_FINDING_TOASTS else new[: MAX_FINDING_TOASTS - 1]
         for finding in shown:
             self.notify(
                 finding_text(finding.message, finding.gpu_index),
                 title=where(finding),
-                severity=NOTIFY_SEVERITY[finding.severity],  # type: ignore[arg-type]
+                severity=NOTIFY_SEVERITY[finding.severity],
                 timeout=8,
             )
         rest = new[len(shown) :]
@@ -227,7 +217,7 @@ class GpuTuiApp(App[None]):
             self.notify(
                 f"{len(rest)} more health findings: press h to see them all",
                 title="health",
-                severity=NOTIFY_SEVERITY[worst],  # type: ignore[arg-type]
+                severity=NOTIFY_SEVERITY[worst],
                 timeout=8,
             )
 
@@ -293,7 +283,7 @@ class GpuTuiApp(App[None]):
         if isinstance(self.screen, FindingsScreen):
             self.screen.dismiss(None)
             return
-        screen = FindingsScreen()
+        screen = FindingsScreen(judged=self.sampler.health is not None)
         if self.latest is not None:
             screen.update_snapshot(self.latest)
         self.push_screen(screen)
@@ -467,18 +457,26 @@ class GpuTuiApp(App[None]):
         replay = self.replay
         if replay is None:
             return
-        speed = min(max(replay.speed * float(factor), SPEED_MIN), SPEED_MAX)
+        speed = clamp_speed(replay.speed * float(factor))
         replay.set_speed(speed)
         self.show_replay_status()
         self.notify(f"replay speed {fmt_speed(replay.speed)}", title="replay", timeout=2)
 
     # -- signals -----------------------------------------------------------------------------------
 
+    def on_signal_requested(self, message: SignalRequested) -> None:
+        self.send_signal(message.process, message.sig)
+
     def send_signal(self, process: ProcessSample, sig: signal.Signals) -> None:
         """Send ``sig`` off the UI thread (the backend lock may be held by a poll)."""
         if self.readonly:
             return
         self._signal_worker(process, sig)
+
+    def on_acknowledge_findings(self, message: AcknowledgeFindings) -> None:
+        """A cheap locked call on the health monitor: fine on the UI thread."""
+        for key in message.keys:
+            self.sampler.acknowledge(key)
 
     @work(thread=True, group="signal", exit_on_error=False)
     def _signal_worker(self, process: ProcessSample, sig: signal.Signals) -> None:
@@ -504,4 +502,4 @@ class GpuTuiApp(App[None]):
             self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
 
 
-__all__ = ["INTERVAL_PRESETS", "GpuTuiApp"]
+__all__ = ["GpuTuiApp"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from gputui.format import fmt_interval
+from gputui.sampler import INTERVAL_PRESETS
 
 if TYPE_CHECKING:
     from gputui.tui.app import GpuTuiApp
@@ -20,8 +21,6 @@ Command = tuple[str, str, Callable[[], object]]
 
 def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
     """``(title, help, callback)`` for every gputui command, in palette order."""
-    from gputui.tui.app import INTERVAL_PRESETS
-
     node = app.dashboard.node
     for info in node.gpus:
         yield (
@@ -86,6 +85,8 @@ def _replay_commands(app: GpuTuiApp) -> Iterator[Command]:
     from gputui.tui.replay import SEEK_LONG_S, SEEK_SHORT_S
 
     replay = app.replay
+    if replay is None:
+        return
     playing = not replay.paused
     yield (
         "Pause replay" if playing else "Play replay",

@@ -56,4 +56,28 @@ class RecordingFailed(Message):
         self.error = error
 
 
-__all__ = ["RecordingFailed", "SamplerFailed", "SignalSent", "SnapshotReady"]
+class SignalRequested(Message):
+    """A screen asks the app to send ``sig`` to ``process`` (the user confirmed it)."""
+
+    def __init__(self, process: ProcessSample, sig: signal.Signals) -> None:
+        super().__init__()
+        self.process = process
+        self.sig = sig
+
+
+class AcknowledgeFindings(Message):
+    """A screen asks the app to acknowledge these findings (by key) in the health monitor."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        super().__init__()
+        self.keys = keys
+
+
+__all__ = [
+    "AcknowledgeFindings",
+    "RecordingFailed",
+    "SamplerFailed",
+    "SignalRequested",
+    "SignalSent",
+    "SnapshotReady",
+]

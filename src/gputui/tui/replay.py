@@ -1,33 +1,15 @@
-"""Replay mode: how the app tells a replayed recording from a live node, and what the title bar
-shows about it.
-
-The app reads the replay position from the backend (``gputui.backends.replay.ReplayBackend``),
-whose clock the sampler reads; it never imports that module unless asked whether a backend is
-one (so a live session does not load it).
-"""
+"""Replay mode: what the title bar shows about a replayed recording. The app reads the position
+from the sampler's :class:`~gputui.playback.Playback` (None for a live node)."""
 
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
-from typing import Any
 
-SPEED_MIN = 0.25
-SPEED_MAX = 64.0
+from gputui.playback import Playback
+
 SEEK_SHORT_S = 10.0
 SEEK_LONG_S = 60.0
-
-
-def replay_backend(backend: object) -> Any | None:
-    """``backend`` when it replays a recording, else None.
-
-    A ReplayBackend exists only once its module has been imported, so a live session never pays
-    for importing the replay and recording modules just to ask."""
-    module = sys.modules.get("gputui.backends.replay")
-    if module is None:
-        return None
-    return backend if isinstance(backend, module.ReplayBackend) else None
 
 
 def fmt_hms(seconds: float) -> str:
@@ -54,13 +36,13 @@ class ReplayStatus:
     at_end: bool = False
 
     @classmethod
-    def of(cls, backend: Any) -> ReplayStatus:
+    def of(cls, playback: Playback) -> ReplayStatus:
         return cls(
-            position_s=backend.position - backend.start,
-            duration_s=backend.duration_s,
-            speed=backend.speed,
-            paused=backend.paused,
-            at_end=backend.at_end,
+            position_s=playback.position - playback.start,
+            duration_s=playback.duration_s,
+            speed=playback.speed,
+            paused=playback.paused,
+            at_end=playback.at_end,
         )
 
     @property
@@ -73,13 +55,4 @@ class ReplayStatus:
         )
 
 
-__all__ = [
-    "SEEK_LONG_S",
-    "SEEK_SHORT_S",
-    "SPEED_MAX",
-    "SPEED_MIN",
-    "ReplayStatus",
-    "fmt_hms",
-    "fmt_speed",
-    "replay_backend",
-]
+__all__ = ["SEEK_LONG_S", "SEEK_SHORT_S", "ReplayStatus", "fmt_hms", "fmt_speed"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import signal as _signal
+from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
 from gputui.backends.sim import workloads as wl
@@ -103,6 +104,7 @@ class SimBackend(Backend):
                 runtime_version=p.runtime_version,
                 library_version=p.library_version,
                 topology=self._topology,
+                simulated=True,
             )
         return self._node
 
@@ -331,7 +333,7 @@ class SimBackend(Backend):
 
     def _slow_fields(
         self, g: GpuPlan, t: float, win: wl.Row | list[float], nz: list[float]
-    ) -> dict:
+    ) -> dict[str, Any]:
         m = g.model
         prx = win[wl.PRX] * (1.0 + 0.05 * nz[6])
         if g.pcie_gen is not None:  # a degraded link cannot carry the bursts

@@ -59,7 +59,7 @@ class BoardReading:
         temp += nz[2] * 0.4
         self.temp_gpu = float(round(temp))
 
-        sm = m.sm_clock_busy_mhz
+        sm = float(m.sm_clock_busy_mhz)
         if m.sm_clock_busy_mhz < m.sm_clock_max_mhz:  # GeForce boost bins fall as it warms
             sm = sm - 4.0 * max(0.0, temp - 55.0) + 12.0 * nz[7]
         if factor < 1.0:
@@ -74,7 +74,7 @@ class BoardReading:
             power = demand
             reasons = _EMPTY
         if not busy:
-            sm = m.sm_clock_idle_mhz
+            sm = float(m.sm_clock_idle_mhz)
             reasons = _IDLE if m.idle_reason and not g.thermal_fault else reasons
         self.power = round(max(1.0, power), 2)
         self.clock_sm = int(min(m.sm_clock_max_mhz, sm))
@@ -88,7 +88,7 @@ class BoardReading:
         self.temp_hotspot = None
         if m.hotspot is not None:
             self.temp_hotspot = float(round(temp + m.hotspot[0] + m.hotspot[1] * lag))
-        if m.temp_is_hotspot:
+        if m.temp_is_hotspot and self.temp_hotspot is not None:
             self.temp_gpu = self.temp_hotspot
         self.fan = None
         if m.fan_count:

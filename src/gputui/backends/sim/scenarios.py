@@ -7,8 +7,9 @@ reads from. Everything random here comes from generators seeded with (scenario, 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gputui.backends.sim import workloads as wl
 from gputui.backends.sim.hardware import A100_PCIE_80, H100_SXM, MI300X, MIB, RTX_4090, GpuModel
@@ -111,7 +112,7 @@ class Plan:
 # -- helpers -------------------------------------------------------------------------------------
 
 
-_DGX_SOFTWARE = {
+_DGX_SOFTWARE: dict[str, Any] = {
     "driver_version": "550.54.15",
     "runtime_version": "12.4",
     "library_version": "12.550.54.15",
@@ -136,7 +137,7 @@ def _gpus(
     bus_ids: list[str],
     *,
     hot: int | None = None,
-    faults: dict[int, dict[str, object]] | None = None,
+    faults: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> list[GpuPlan]:
     r = make_rng(scenario, seed, "gpus")
     out = []
@@ -311,7 +312,7 @@ def _dgx_h100(seed: int) -> Plan:
 def _faulty(seed: int, lost_after_s: float) -> Plan:
     s = "faulty"
     r = make_rng(s, seed, "procs")
-    faults = {
+    faults: dict[int, dict[str, Any]] = {
         2: {"ecc_fault": True},
         3: {"lost_after_s": lost_after_s},
         5: {"thermal_fault": True},

@@ -190,29 +190,31 @@ def training(
         dur = step_s * u(0.96, 1.05)
         level = u(*act)
         burst = u(*prx_burst)
-        b.add(
-            dur * compute_frac,
-            lambda k, level=level, burst=burst: row(
+
+        def compute(k: int, level: float = level, burst: float = burst) -> Row:
+            return row(
                 util=u(97.0, 100.0),
                 act=min(1.0, level + u(-0.03, 0.03)),
                 memu=u(35.0, 55.0),
                 nvl=u(*nvl_base),
                 prx=burst if k == 0 else u(0.8e8, 2.5e8),
                 ptx=u(1e7, 4e7),
-            ),
-        )
+            )
+
+        b.add(dur * compute_frac, compute)
         peak = u(*nvl_peak)
-        b.add(
-            dur * (1.0 - compute_frac),
-            lambda k, peak=peak: row(
+
+        def exchange(k: int, peak: float = peak) -> Row:
+            return row(
                 util=u(98.0, 100.0),
                 act=u(0.55, 0.68),
                 memu=u(15.0, 30.0),
                 nvl=peak * u(0.9, 1.0),
                 prx=u(0.8e8, 2.5e8),
                 ptx=u(1e7, 4e7),
-            ),
-        )
+            )
+
+        b.add(dur * (1.0 - compute_frac), exchange)
         until_stall -= 1
     return b.track()
 

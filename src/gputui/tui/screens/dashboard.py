@@ -9,8 +9,9 @@ how many columns) is chosen from the terminal size and the GPU count on resize, 
 from __future__ import annotations
 
 import math
+import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -19,9 +20,10 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from gputui.health.rollup import gpu_status, node_summary
 from gputui.history import History
 from gputui.model import NodeInfo, ProcessSample, Snapshot
-from gputui.tui.health_view import gpu_badge_severity, node_summary
+from gputui.tui.messages import SignalRequested
 from gputui.tui.replay import ReplayStatus
 from gputui.tui.widgets.findings_strip import FindingsStrip
 from gputui.tui.widgets.gpu_panel import GpuPanel
@@ -35,8 +37,6 @@ try:  # built on Textual internals (pinned <8.3); without it, panels still work,
 except ImportError:  # pragma: no cover
     span_compositor = None  # type: ignore[assignment]
 
-if TYPE_CHECKING:
-    from gputui.tui.app import GpuTuiApp
 
 MIN_WIDTH = 60
 MIN_HEIGHT = 15
@@ -117,6 +117,9 @@ class DashboardScreen(Screen[None]):
         self.layout_choice: Layout | None = None
         self.shown: Snapshot | None = None
         self._pending: Snapshot | None = None
+        self.latest: Snapshot | None = None
+        """The newest reading given to :meth:`apply`, drawn or not."""
+        self.paused = False
         self._shown_processes: tuple[ProcessSample, ...] | None = None
         # Widgets are created once; references are kept so a tick never queries the DOM.
         self.title_bar = TitleBar(node, id="title")
@@ -133,10 +136,6 @@ class DashboardScreen(Screen[None]):
         )
         self.too_small = Static(TOO_SMALL_TEXT, id="too-small", markup=False)
         self._grid = Container(*self.panels.values(), id="gpus")
-
-    @property
-    def gputui_app(self) -> GpuTuiApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield MeterPalette()
@@ -178,6 +177,7 @@ class DashboardScreen(Screen[None]):
 
     def apply(self, snapshot: Snapshot) -> None:
         """Show a snapshot: widgets change in place, only what changed is repainted."""
+        self.latest = snapshot
         if self.app.screen is not self:
             # Covered (help, confirm dialog, process detail): no drawing, catch up on resume.
             self._pending = snapshot
@@ -197,7 +197,7 @@ class DashboardScreen(Screen[None]):
                 panel = panels.get(sample.index)
                 if panel is not None:
                     if health:  # drawn by update_sample's rebuild, with the new reading
-                        panel.health = gpu_badge_severity(findings, sample.index)
+                        panel.health = gpu_status(findings, sample.index, active_only=True)
                     panel.update_sample(sample)
             self.host_strip.update_host(snapshot.host)
             # The strip takes a line from the process table only while something is wrong;
@@ -214,10 +214,11 @@ class DashboardScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         pending = self._pending
-        if pending is not None and not self.gputui_app.paused:
+        if pending is not None and not self.paused:
             self.apply(pending)
 
     def show_paused(self, paused: bool) -> None:
+        self.paused = paused
         self.title_bar.set_state(paused=paused)
 
     def show_interval(self, interval: float) -> None:
@@ -292,7 +293,7 @@ class DashboardScreen(Screen[None]):
 
         screen = ProcessDetailScreen(process, self.history)
         self.app.push_screen(screen)
-        latest = self.gputui_app.latest
+        latest = self.latest
         if latest is not None:
             screen.update_snapshot(latest)
 
@@ -315,9 +316,9 @@ class DashboardScreen(Screen[None]):
             return
         from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
 
-        def chosen(sig: object) -> None:
+        def chosen(sig: signal.Signals | None) -> None:
             if sig is not None:
-                self.gputui_app.send_signal(process, sig)  # type: ignore[arg-type]
+                self.post_message(SignalRequested(process, sig))
 
         self.app.push_screen(ConfirmSignalScreen(process), chosen)
 

@@ -1,6 +1,7 @@
 """Every health finding with its hint: severity, GPU, message, what to do, when it was first seen
 (snapshot clock), and whether it has cleared. Cleared findings stay listed until acknowledged
-(``a`` the selected one, ``A`` all cleared ones), which asks the sampler's health monitor.
+(``a`` the selected one, ``A`` all cleared ones): the screen posts
+:class:`~gputui.tui.messages.AcknowledgeFindings` and the app asks the sampler's health monitor.
 
 The list is rebuilt only when what it shows changes (not on every reading: ``last_seen`` of an
 active finding moves each tick and is not shown), and keeps the selected finding selected.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,17 +21,15 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui.format import finding_text, fmt_clock, sanitize
-from gputui.model import Finding, Snapshot
-from gputui.tui.health_view import (
+from gputui.health.rollup import (
     badge_text,
     finding_key,
     node_summary,
     sorted_findings,
     where,
 )
-
-if TYPE_CHECKING:
-    from gputui.tui.app import GpuTuiApp
+from gputui.model import Finding, Snapshot
+from gputui.tui.messages import AcknowledgeFindings
 
 SEVERITY_STYLE = {
     "fail": "$text-error bold",
@@ -117,8 +116,11 @@ class FindingsScreen(Screen[None]):
         Binding("escape,q", "close", "Close", id="health.close"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, *, judged: bool = True) -> None:
+        """``judged``: whether the session has a health evaluator (else nothing can be listed
+        or acknowledged, and the screen says so)."""
         super().__init__(id="findings")
+        self.judged = judged
         self.findings: list[Finding] = []
         self.snapshot: Snapshot | None = None
         self._signature: tuple[object, ...] | None = None
@@ -129,10 +131,6 @@ class FindingsScreen(Screen[None]):
         self.option_list = OptionList(id="findings-list", markup=False)
         self.empty = Static("", id="findings-empty", markup=False)
 
-    @property
-    def gputui_app(self) -> GpuTuiApp:
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield self.title_line
         yield self.option_list
@@ -141,18 +139,9 @@ class FindingsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.option_list.focus()
-        latest = self.gputui_app.latest
-        if latest is not None and self.snapshot is None:
-            self.update_snapshot(latest)
-        else:
-            self._show()
+        self._show()
 
     # -- data in -----------------------------------------------------------------------------------
-
-    @property
-    def monitor(self) -> Any:
-        """The sampler's health monitor, or None when none is attached."""
-        return getattr(getattr(self.app, "sampler", None), "health", None)
 
     def update_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -201,7 +190,7 @@ class FindingsScreen(Screen[None]):
                     ol.highlighted = min(old_index or 0, len(findings) - 1)
             ol.display = bool(findings)
             self.empty.display = not findings
-            self.empty.update(NO_FINDINGS_TEXT if self.monitor is not None else NO_MONITOR_TEXT)
+            self.empty.update(NO_FINDINGS_TEXT if self.judged else NO_MONITOR_TEXT)
 
     def on_resize(self) -> None:
         if self.is_mounted and self.option_list.scrollable_content_region.width != self._width:
@@ -217,18 +206,15 @@ class FindingsScreen(Screen[None]):
     # -- actions -----------------------------------------------------------------------------------
 
     def _acknowledge(self, findings: Sequence[Finding]) -> int:
-        monitor = self.monitor
-        acknowledge = getattr(monitor, "acknowledge", None)
-        if not callable(acknowledge):
+        """Hide the findings here at once and ask the app to acknowledge them."""
+        if not self.judged:
             self.app.notify("no health monitor attached", severity="warning", timeout=3)
             return 0
-        done = 0
-        for f in findings:
-            # A cheap locked call on the monitor: safe from the UI thread.
-            if f.key:
-                acknowledge(f.key)
-            self._hidden.add(finding_key(f))
-            done += 1
+        keys = tuple(f.key for f in findings if f.key)
+        if keys:
+            self.post_message(AcknowledgeFindings(keys))
+        self._hidden.update(finding_key(f) for f in findings)
+        done = len(findings)
         if self.snapshot is not None:
             self._set_findings(self.snapshot.findings)
         return done

@@ -128,7 +128,7 @@ def _key_text(keys: str) -> str:
     return " ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
-def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
+def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
     """``(keys, description)`` for gputui's bindings active on ``screen`` (remapped keys show as
     remapped), one row per action; widget plumbing such as cursor keys is left out."""
     rows: dict[str, tuple[list[str], str]] = {}
@@ -171,7 +171,7 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "close", "Close", id="help.close"),
     ]
 
-    def __init__(self, dashboard: Screen[object]) -> None:
+    def __init__(self, dashboard: Screen[None]) -> None:
         super().__init__(id="help")
         self.dashboard = dashboard
         self.help_text = Text()

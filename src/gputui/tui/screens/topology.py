@@ -24,7 +24,7 @@ import math
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -56,9 +56,6 @@ from gputui.tui.widgets.line_widget import (
     MeterPalette,
     line_width,
 )
-
-if TYPE_CHECKING:
-    from gputui.tui.app import GpuTuiApp
 
 try:  # as on the dashboard: partial repaints cropped on both sides
     from gputui.tui import span_compositor
@@ -275,10 +272,6 @@ class TopologyScreen(Screen[None]):
             self.matrix_view, self.gpu_view, self.peer_view, self.links_view, id="topo-body"
         )
 
-    @property
-    def gputui_app(self) -> GpuTuiApp:
-        return self.app  # type: ignore[return-value]
-
     def _title(self) -> str:
         n = len(self.gpu_ids)
         kinds = sorted({link.kind for link in self.topology.links}) if self.topology else []
@@ -295,8 +288,7 @@ class TopologyScreen(Screen[None]):
         self._composed = True
         self.matrix_view.set_lines(self.matrix_lines())
         self.body.focus()
-        latest = self.gputui_app.latest if self.snapshot is None else self.snapshot
-        self._refresh_live(latest)
+        self._refresh_live(self.snapshot)
 
     # -- data in -----------------------------------------------------------------------------------
 
@@ -350,12 +342,12 @@ class TopologyScreen(Screen[None]):
             lines: list[Line] = [[(SINGLE_GPU_TEXT, VALUE)]]
             for index in self.gpu_ids:
                 loc = locality.get(index)
-                b = LineBuilder().add(f"GPU{index}  ", TITLE).add("CPU affinity ", LABEL)
-                b.add(sanitize(loc.cpu_affinity or NA) if loc else NA, VALUE)
-                b.add("   NUMA node ", LABEL)
+                single = LineBuilder().add(f"GPU{index}  ", TITLE).add("CPU affinity ", LABEL)
+                single.add(sanitize(loc.cpu_affinity or NA) if loc else NA, VALUE)
+                single.add("   NUMA node ", LABEL)
                 numa = loc.numa_node if loc is not None else None
-                b.add(NA if numa is None else str(numa), VALUE)
-                lines.append(b.line())
+                single.add(NA if numa is None else str(numa), VALUE)
+                lines.append(single.line())
             return lines
         gpus = _gpu_ids(matrix.gpus)
         codes = {(a, b): matrix.cell(a, b) for a in gpus for b in gpus}
@@ -385,8 +377,10 @@ class TopologyScreen(Screen[None]):
         code_width = max((len(code) for code, _ in legend), default=0)
         kind_of = {topo.legend_key(c.code): c for c in codes.values()}
         for code, meaning in legend:
-            cell = kind_of.get(code)
-            cls = cell_class(cell.code, cell.kind) if cell is not None else LABEL
+            legend_cell = kind_of.get(code)
+            cls = (
+                cell_class(legend_cell.code, legend_cell.kind) if legend_cell is not None else LABEL
+            )
             lines.append(
                 LineBuilder()
                 .add(f"{code:>{code_width}}", cls)

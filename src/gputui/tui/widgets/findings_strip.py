@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.format import finding_text
+from gputui.health.rollup import BADGE_SYMBOLS, sorted_findings, where
 from gputui.model import Finding
-from gputui.tui.health_view import BADGE_SYMBOLS, sorted_findings, where
 from gputui.tui.widgets.line_widget import (
     BAD,
     DIM,

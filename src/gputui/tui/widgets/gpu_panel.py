@@ -31,14 +31,34 @@ from gputui.format import (
     sanitize,
     short_gpu_name,
 )
+from gputui.health.rollup import badge_text
 from gputui.history import History
-from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
-from gputui.tui.health_view import badge_text
+from gputui.model import (
+    THROTTLE_TROUBLE,
+    GpuInfo,
+    GpuSample,
+    Severity,
+)
 from gputui.tui.widgets.bars import bar, fraction
+from gputui.tui.widgets.gpu_pieces import (
+    BADGE_CLASS,
+    COMPACT_FIXED,
+    COMPACT_TAIL,
+    COMPACT_THROTTLE,
+    LOST_TEXT,
+    ROOMY_MIN_HEIGHT,
+    WAITING_TEXT,
+    ecc_pieces,
+    flow,
+    memory_class,
+    mig_summary,
+    pcie_pieces,
+    temperature_class,
+    throttle_pieces,
+)
 from gputui.tui.widgets.history_plot import plot_block, sparkline
 from gputui.tui.widgets.line_widget import (
     BAD,
-    BAR_MEM,
     BAR_POWER,
     BAR_UTIL,
     DIM,
@@ -60,144 +80,6 @@ from gputui.tui.widgets.line_widget import (
     fit,
     line_width,
 )
-
-ROOMY_MIN_HEIGHT = 10
-COMPACT_FIXED = 5 + 1 + 12 + 10 + 6
-"""Compact row cells besides name and bars: utilization, memory, power, temperature."""
-COMPACT_TAIL = 14
-"""Compact row cells kept for trouble flags or the sparkline."""
-COMPACT_THROTTLE = {
-    "hw_slowdown": "HW slowdown",
-    "hw_thermal": "HW thermal",
-    "hw_power_brake": "power brake",
-    "sw_thermal": "SW thermal",
-}
-_BADGE_CLASS = {"ok": OK, "info": OK, "warn": WARN, "fail": BAD}
-LOST_TEXT = "LOST — fell off the bus"
-WAITING_TEXT = "waiting for first reading…"
-
-
-# -- levels: colour by meaning --------------------------------------------------------------------
-
-
-def temperature_class(value: float | None, slowdown: float | None) -> str:
-    """``bad`` at the slowdown threshold, ``warn`` within 10 °C of it (83/90 °C when unknown)."""
-    if value is None or math.isnan(value):
-        return DIM
-    if slowdown:
-        if value >= slowdown - 2:
-            return BAD
-        if value >= slowdown - 10:
-            return WARN
-        return VALUE
-    if value >= 90:
-        return BAD
-    if value >= 83:
-        return WARN
-    return VALUE
-
-
-def memory_class(frac: float | None) -> str:
-    if frac is None:
-        return BAR_MEM
-    if frac >= 0.98:
-        return BAD
-    if frac >= 0.90:
-        return WARN
-    return BAR_MEM
-
-
-def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
-    """Current link, and the maximum when trained below it (highlighted unless the GPU is idle:
-    idle GPUs lower their link generation to save power, which is normal)."""
-    current = fmt_pcie(sample.pcie_gen, sample.pcie_width)
-    if current == NA:
-        return [(NA, DIM)]
-    max_gen, max_width = info.pcie_max_gen, info.pcie_max_width
-    gen_low = max_gen is not None and sample.pcie_gen is not None and sample.pcie_gen < max_gen
-    width_low = (
-        max_width is not None and sample.pcie_width is not None and sample.pcie_width < max_width
-    )
-    if not (gen_low or width_low):
-        return [(current, VALUE)]
-    idle = bool(sample.throttle_reasons and "gpu_idle" in sample.throttle_reasons)
-    cls = WARN if width_low or not idle else DIM
-    return [(current, cls), (f"/{fmt_pcie(max_gen, max_width)}", LABEL if cls == DIM else cls)]
-
-
-def ecc_pieces(sample: GpuSample, info: GpuInfo, *, long: bool = False) -> list[Piece]:
-    """ECC state: ``ECC ok``, ``ECC off``, ``ECC n/a`` or the uncorrected counts, highlighted."""
-    vol, agg = sample.ecc_volatile_uncorrected, sample.ecc_aggregate_uncorrected
-    pieces: list[Piece] = [("ECC ", LABEL)]
-    if info.ecc_enabled is False:
-        return [*pieces, ("off", DIM)]
-    if vol is None and agg is None:
-        return [*pieces, (NA, DIM)]
-    bad = (vol or 0) > 0 or (agg or 0) > 0
-    if long:
-        text = f"uncorrected {_count(vol)}/{_count(agg)}"
-        pieces.append((text + ("!" if bad else ""), BAD if bad else OK))
-        cv, ca = sample.ecc_volatile_corrected, sample.ecc_aggregate_corrected
-        if cv is not None or ca is not None:
-            pieces.append((f"  corrected {_count(cv)}/{_count(ca)}", LABEL))
-        pieces.append(("  (volatile/aggregate)", DIM))
-    elif bad:
-        pieces.append((f"{_count(vol)}/{_count(agg)}!", BAD))
-    else:
-        pieces.append(("ok", OK))
-    if sample.remapped_rows_failure:
-        pieces.append((" row remap failed!", BAD))
-    elif sample.remapped_rows_pending or sample.retired_pages_pending:
-        pieces.append((" reset pending!", BAD))
-    return pieces
-
-
-def _count(value: int | None) -> str:
-    return NA if value is None else str(value)
-
-
-def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> list[Piece]:
-    """Active throttle reasons in words, trouble first and highlighted (with a ``!`` so the
-    highlight survives NO_COLOR)."""
-    if reasons is None:
-        return [(NA, DIM)] if long else []
-    if not reasons:
-        return [("none", DIM)] if long else []
-    ordered = sorted(reasons, key=lambda r: (r not in THROTTLE_TROUBLE, r))
-    pieces: list[Piece] = []
-    for i, reason in enumerate(ordered):
-        if i:
-            pieces.append((", ", LABEL))
-        words = THROTTLE_REASONS.get(reason, reason.replace("_", " "))
-        if reason in THROTTLE_TROUBLE:
-            pieces.append((words + "!", BAD))
-        else:
-            pieces.append((words, DIM if reason == "gpu_idle" else VALUE))
-    return pieces
-
-
-def mig_summary(devices: Sequence[MigDeviceInfo]) -> str:
-    """``MIG 2×3g.40gb 1×1g.10gb``."""
-    counts: dict[str, int] = {}
-    for dev in devices:
-        counts[dev.name or "slice"] = counts.get(dev.name or "slice", 0) + 1
-    return "MIG " + " ".join(f"{n}×{name}" for name, n in counts.items())
-
-
-def _flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
-    """As many whole items as fit in ``width``, separated by ``sep``."""
-    b = LineBuilder()
-    for item in items:
-        w = sum(len(t) for t, _ in item)
-        if not w:
-            continue
-        extra = len(sep) if b.width else 0
-        if b.width + extra + w > width:
-            continue
-        if extra:
-            b.add(sep)
-        b.extend(item)
-    return b.pieces
 
 
 class GpuPanel(LineWidget):
@@ -224,7 +106,7 @@ class GpuPanel(LineWidget):
         self.sample: GpuSample | None = None
         self.selected = False
         self.last_seen: float | None = None
-        self.health: str | None = None
+        self.health: Severity | None = None
         """Worst severity of this GPU's active findings (``ok``/``warn``/``fail``); None when no
         health findings are evaluated (then no badge is drawn rather than a false ``ok``)."""
 
@@ -249,7 +131,7 @@ class GpuPanel(LineWidget):
                 return stamp
         return None
 
-    def set_health(self, severity: str | None) -> None:
+    def set_health(self, severity: Severity | None) -> None:
         """Show the health badge; repaints only when the badge changes."""
         if severity != self.health:
             self.health = severity
@@ -258,7 +140,7 @@ class GpuPanel(LineWidget):
     def _badge(self) -> list[Piece]:
         if self.health is None:
             return []
-        return [(badge_text(self.health), _BADGE_CLASS.get(self.health, OK))]
+        return [(badge_text(self.health), BADGE_CLASS.get(self.health, OK))]
 
     def set_selected(self, selected: bool) -> None:
         if selected != self.selected:
@@ -382,7 +264,7 @@ class GpuPanel(LineWidget):
             ecc_pieces(s, self.info),
             throttle_pieces(s.throttle_reasons),
         ]
-        return LineBuilder().add("  ").extend(_flow(items, width - 2)).line(width)
+        return LineBuilder().add("  ").extend(flow(items, width - 2)).line(width)
 
     # framed ---------------------------------------------------------------------------------------
 
@@ -440,7 +322,7 @@ class GpuPanel(LineWidget):
                 items.append(throttle)
         if self.info.mig_enabled and self.info.mig_devices:
             items.append([(mig_summary(self.info.mig_devices), VALUE)])
-        inner = _flow(items, width - 6, " · ")
+        inner = flow(items, width - 6, " · ")
         b = LineBuilder().add("╰─", frame)
         if inner:
             b.add(" ").extend(inner).add(" ")
@@ -505,11 +387,11 @@ class GpuPanel(LineWidget):
             fmt_power_pair(s.power_w, limit),
             s.power_w is not None,
         )
-        l3.extend(_flow(self._temperature_items(s, short=True), right_w, " "))
-        l4 = _flow(self._link_items(s), cw)
+        l3.extend(flow(self._temperature_items(s, short=True), right_w, " "))
+        l4 = flow(self._link_items(s), cw)
         lines = [l1.pieces, l2.pieces, l3.pieces, l4]
         if rows > 4:
-            lines.append(_flow(self._extra_items(s), cw))
+            lines.append(flow(self._extra_items(s), cw))
         return lines
 
     def _temperature_items(self, s: GpuSample, *, short: bool) -> list[list[Piece]]:
@@ -624,7 +506,7 @@ class GpuPanel(LineWidget):
                 (" ↑", LABEL),
                 (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
             ]
-        temps = _flow(self._temperature_items(s, short=False), colw - lw)
+        temps = flow(self._temperature_items(s, short=False), colw - lw)
         if info.temperature_slowdown_c is not None:
             extra = f"  slowdown {fmt_temp(info.temperature_slowdown_c)}"
             if line_width(temps) + len(extra) <= colw - lw:
@@ -659,9 +541,9 @@ class GpuPanel(LineWidget):
             labelled("ECC", ecc),
             labelled("Throttle", throttle_pieces(s.throttle_reasons, long=True)),
         ]
-        extra = self._extra_items(s)
-        if extra:
-            metrics.append(labelled("Video", extra[0]))
+        video = self._extra_items(s)
+        if video:
+            metrics.append(labelled("Video", video[0]))
         if two_cols:
             paired: list[Line] = []
             for i in range(0, len(metrics), 2):
@@ -698,10 +580,7 @@ class GpuPanel(LineWidget):
                 [("persistence ", LABEL), ("on" if info.persistence_mode else "off", VALUE)]
             )
         return (
-            LineBuilder()
-            .add("Board".ljust(10), LABEL)
-            .extend(_flow(items, cw - 10, " · "))
-            .line(cw)
+            LineBuilder().add("Board".ljust(10), LABEL).extend(flow(items, cw - 10, " · ")).line(cw)
         )
 
     def _mig_lines(self, s: GpuSample, cw: int) -> list[Line]:
@@ -760,4 +639,8 @@ class GpuPanel(LineWidget):
         return lines
 
 
-__all__ = ["LOST_TEXT", "WAITING_TEXT", "GpuPanel"]
+__all__ = [
+    "LOST_TEXT",
+    "WAITING_TEXT",
+    "GpuPanel",
+]

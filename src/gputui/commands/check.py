@@ -1,0 +1,370 @@
+"""``gputui check``: a few seconds, no load on the GPU, a verdict and an exit code.
+
+Steps, each a function so tests can drive them: :func:`build_config` (options and environment to a
+:class:`~gputui.health.HealthConfig`), :func:`take_readings` (two readings one second apart, so
+rates and the slow tier are real, with the kernel log's XIDs fed in as events), then
+:func:`gputui.health.verdict.evaluate` and the report (``--json``: ``docs/check-json.md``).
+
+Exit codes: 0 healthy (only ok / info findings), 1 warnings, 2 a failure, no usable GPU or driver,
+or a bad argument. ``--strict`` counts warnings as failures (verdict ``failed``, exit 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
+
+from gputui.commands.output import emit, error
+from gputui.exitcodes import EXIT_FAILED
+from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+from gputui.health.verdict import CheckResult, evaluate
+from gputui.model import Finding, GpuEvent, Snapshot
+from gputui.report import render_check
+from gputui.sampler import Sampler
+from gputui.selection import Selection, select_gpus
+from gputui.session import BackendSpec, Session, SessionError, open_session
+
+READINGS = 2
+READING_GAP_S = 1.0
+"""Two readings this far apart: rates (PCIe, NVLink) and the slow tier (ECC, remapped rows) are
+real numbers, and the whole check stays near one second."""
+
+SIM_NODE_AGE_S = 30.0
+"""A simulated node is checked as if it had been up this long (a real node has been up a while
+before a job lands on it), so the ``faulty`` scenario's GPU 3 has already fallen off the bus."""
+
+KernelLogReader = Callable[[], "list[str] | None"]
+
+
+def build_config(
+    *,
+    expect_gpus: int | None,
+    selection: Selection,
+    ignore: Iterable[str] = (),
+    pre_job: bool = True,
+) -> HealthConfig:
+    """The health configuration of a check (``pre_job=True``)."""
+    return HealthConfig(
+        expect_gpus=expect_gpus,
+        gpus=selection.indices,
+        ignore=frozenset(ignore),
+        pre_job=pre_job,
+        torch_cuda_version=torch_cuda_version(),
+    )
+
+
+def take_readings(
+    sampler: Sampler,
+    *,
+    readings: int = READINGS,
+    gap_s: float = READING_GAP_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Snapshot:
+    """``readings`` polls ``gap_s`` apart; the last snapshot carries the findings of them all."""
+    snapshot = sampler.poll()
+    for _ in range(readings - 1):
+        sleep(gap_s)
+        snapshot = sampler.poll()
+    return snapshot
+
+
+def replay_readings(session: Session) -> Snapshot:
+    """Every reading of a replayed recording, in order, through the session's sampler (so its
+    health monitor judges each); the last snapshot."""
+    playback = session.playback
+    assert playback is not None
+    playback.set_paused(True)
+    snapshot: Snapshot | None = None
+    for timestamp in playback.timestamps():
+        playback.seek(timestamp)
+        snapshot = session.sampler.poll()
+    assert snapshot is not None  # a recording without readings does not open
+    return snapshot
+
+
+def run_check(
+    spec: BackendSpec | str,
+    *,
+    seed: int = 0,
+    expect_gpus: int | None = None,
+    gpus: str | None = None,
+    strict: bool = False,
+    ignore: Iterable[str] = (),
+    as_json: bool = False,
+    kernel_log: KernelLogReader | bool | None = True,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    environ: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+    probe: bool = False,
+    probe_options: Mapping[str, Any] | None = None,
+) -> int:
+    """Open the backend, read twice, judge, print; returns the exit code.
+
+    ``probe``: then run the quick probe on the judged GPUs and add its verdicts as findings
+    (rule ``probe``); ``probe_options`` go to :func:`gputui.probe.runner.probe_node`.
+
+    ``kernel_log``: True reads the kernel log (not for a simulated node), a callable reads it
+    that way, None / False skips it. ``clock`` / ``sleep`` let tests run it instantly."""
+    if isinstance(spec, str):
+        spec = BackendSpec.parse(spec)
+    started = time.monotonic()
+    ignore = frozenset(ignore)
+    if spec.replayed:
+        return run_replay_check(
+            spec,
+            expect_gpus=expect_gpus,
+            gpus=gpus,
+            strict=strict,
+            ignore=ignore,
+            as_json=as_json,
+            out=out,
+        )
+    try:
+        session = open_session(
+            spec,
+            seed=seed,
+            interval=READING_GAP_S,
+            slow_interval=READING_GAP_S,
+            clock=clock,
+            judge="none",
+        )
+    except SessionError as exc:
+        error(str(exc))
+        return EXIT_FAILED
+    with session:
+        node = session.node
+        try:
+            selection = select_gpus(node, gpus, environ)
+        except ValueError as exc:
+            error(f"gputui check: {exc}")
+            return EXIT_FAILED
+        if spec.simulated:
+            _age_simulated_node(session, clock() - SIM_NODE_AGE_S)
+        not_checked: list[str] = []
+        events = _kernel_log_events(session, kernel_log, not_checked)
+        config = build_config(expect_gpus=expect_gpus, selection=selection, ignore=ignore)
+        if config.torch_cuda_version is None:
+            not_checked.append(
+                "driver vs torch CUDA build: no CUDA build of torch in this Python environment"
+            )
+        monitor = HealthMonitor(config)
+        monitor.add_events(events)  # judged with the first reading
+        session.sampler.health = monitor
+        snapshot = take_readings(session.sampler, sleep=sleep)
+        if probe and "probe" not in ignore:
+            extra = probe_findings(
+                snapshot,
+                selection,
+                session.sampler,
+                spec.simulated,
+                not_checked,
+                probe_options or {},
+            )
+            snapshot = dataclasses.replace(snapshot, findings=(*snapshot.findings, *extra))
+    result = evaluate(
+        snapshot,
+        selection,
+        ignore=ignore,
+        strict=strict,
+        not_checked=not_checked,
+        duration_s=time.monotonic() - started,
+        kernel_events=events,
+    )
+    return _emit(result, as_json=as_json, out=out)
+
+
+def _kernel_log_events(
+    session: Session, kernel_log: KernelLogReader | bool | None, not_checked: list[str]
+) -> list[GpuEvent]:
+    """XIDs the kernel logged since boot (stamped with the time each happened)."""
+    simulated = session.spec.simulated
+    reader = _kernel_log_reader(kernel_log, simulated)
+    if reader is None:
+        if simulated and kernel_log is True:
+            not_checked.append("kernel log: not read for a simulated node")
+        else:
+            not_checked.append("kernel log: not read (XIDs from before this check)")
+        return []
+    from gputui.xid import boot_time, kernel_log_xids
+
+    lines = reader()
+    if lines is None:
+        not_checked.append(
+            "kernel log not readable (XIDs from before gputui started are not checked); "
+            "run as root or set kernel.dmesg_restrict=0"
+        )
+        return []
+    return list(kernel_log_xids(session.node, lines, boot_time=boot_time()))
+
+
+def probe_findings(
+    snapshot: Snapshot,
+    selection: Selection,
+    sampler: Sampler,
+    simulated: bool,
+    not_checked: list[str],
+    options: Mapping[str, Any],
+) -> list[Finding]:
+    """``--probe``: the quick probe on the judged GPUs; LOW results and errors become warnings."""
+    from gputui.probe.runner import probe_node
+    from gputui.probe.verdict import LOW, describe
+
+    if simulated:
+        not_checked.append("probe: a simulated node's GPUs cannot be probed (no real GPU)")
+        return []
+    node = snapshot.node
+    judged = sorted(
+        g.index for g in node.gpus if selection.indices is None or g.index in selection.indices
+    )
+    if not judged:
+        return []
+    report = probe_node(node=node, snapshot=snapshot, gpus=judged, sampler=sampler, **options)
+    now = snapshot.timestamp
+    if report.refused:
+        not_checked.append("probe: not run, " + " ".join(report.refused))
+        return []
+    if report.no_torch:
+        not_checked.append("probe: " + report.errors[0].split(": ", 1)[-1])
+        return []
+    out: list[Finding] = []
+    for j in report.judged:
+        if j.verdict != LOW:
+            continue
+        out.append(
+            Finding(
+                rule="probe",
+                severity="warn",
+                message=f"{j.label}: {describe(j)} ({j.value:.4g} {j.unit})",
+                hint="re-run `gputui probe --gpu N` on the idle GPU; check cooling, power limit "
+                "and clocks (`gputui probe --long` exposes throttling)",
+                gpu_index=j.gpu,
+                key=f"probe:{j.gpu}:{j.test}",
+                first_seen=now,
+                last_seen=now,
+            )
+        )
+    for gpu, run in report.runs.items():
+        for err in run.errors:
+            out.append(
+                Finding(
+                    rule="probe",
+                    severity="warn",
+                    message=f"probe failed: {err}",
+                    hint="run `gputui probe` for the details",
+                    gpu_index=gpu,
+                    key=f"probe:{gpu}:error:{len(out)}",
+                    first_seen=now,
+                    last_seen=now,
+                )
+            )
+    return out
+
+
+def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None) -> int:
+    emit(json.dumps(result.to_dict(), indent=2) if as_json else render_check(result), out)
+    return result.exit_code
+
+
+def run_replay_check(
+    spec: BackendSpec,
+    *,
+    expect_gpus: int | None = None,
+    gpus: str | None = None,
+    strict: bool = False,
+    ignore: Iterable[str] = (),
+    as_json: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """``gputui check --replay FILE``: every reading of a recording judged by a fresh health
+    monitor; the verdict counts every finding listed at the end, cleared ones included (something
+    that went wrong and recovered during the recording still fails it). Judged as a running node
+    (not a pre-job check: a recording's own jobs are expected), without this machine's
+    environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run_check`; a file that
+    is not a readable recording exits 2 with a message naming the line."""
+    from gputui.format import fmt_duration
+    from gputui.record import RecordingError
+
+    started = time.monotonic()
+    ignore = frozenset(ignore)
+    try:
+        session = open_session(spec, judge="none")
+    except SessionError as exc:
+        error(str(exc).replace("gputui:", "gputui check:", 1))
+        return EXIT_FAILED
+    with session:
+        playback = session.playback
+        assert playback is not None
+        try:
+            selection = select_gpus(session.node, gpus, {})
+        except ValueError as exc:
+            error(f"gputui check: {exc}")
+            return EXIT_FAILED
+        config = HealthConfig(
+            expect_gpus=expect_gpus, gpus=selection.indices, ignore=ignore, pre_job=False
+        )
+        session.sampler.health = HealthMonitor(config, env={})
+        try:
+            snapshot = replay_readings(session)
+        except RecordingError as exc:
+            error(f"gputui check: cannot replay: {exc}")
+            return EXIT_FAILED
+        note = (
+            f"replayed {len(playback.timestamps())} readings of {spec.arg}, "
+            f"{fmt_duration(playback.duration_s)} from "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(playback.start))}"
+        )
+    result = evaluate(
+        snapshot,
+        selection,
+        ignore=ignore,
+        strict=strict,
+        not_checked=(
+            "kernel log: not read for a recording (the XID events it recorded are judged)",
+            "driver vs torch CUDA build: not judged for a recording",
+        ),
+        duration_s=time.monotonic() - started,
+    )
+    result = dataclasses.replace(result, notes=(*result.notes, note))
+    return _emit(result, as_json=as_json, out=out)
+
+
+def _kernel_log_reader(
+    kernel_log: KernelLogReader | bool | None, simulated: bool
+) -> KernelLogReader | None:
+    if callable(kernel_log):
+        return kernel_log
+    if kernel_log is True and not simulated:
+        from gputui.xid import read_kernel_log
+
+        return read_kernel_log
+    return None
+
+
+def _age_simulated_node(session: Session, start_time: float) -> None:
+    from gputui.backends.sim import SimBackend
+
+    backend = session.backend
+    if isinstance(backend, SimBackend) and backend.start_time is None:
+        backend.start_time = start_time
+
+
+def run_list_rules() -> int:
+    from gputui.health.verdict import list_rules
+
+    emit(list_rules())
+    return 0
+
+
+__all__ = [
+    "CheckResult",
+    "build_config",
+    "probe_findings",
+    "replay_readings",
+    "run_check",
+    "run_replay_check",
+    "take_readings",
+]

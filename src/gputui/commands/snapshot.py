@@ -1,0 +1,129 @@
+"""``gputui snapshot``: one reading as text or JSON (``docs/snapshot-schema.md``); with
+``--replay FILE [--at TIME]`` the recorded reading at TIME."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import dataclass
+
+from gputui.codec import snapshot_to_json
+from gputui.commands.output import emit, error
+from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.format import fmt_duration
+from gputui.model import Snapshot
+from gputui.record import RecordingError, parse_duration
+from gputui.report import render_snapshot
+from gputui.session import BackendSpec, SessionError, open_session
+
+SETTLE_S = 0.5
+"""``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
+
+
+@dataclass(frozen=True, slots=True)
+class AtTime:
+    """``--at``: seconds from the start, a clock time on the recording's first day, or an
+    absolute (ISO) time; resolved against the recording by :func:`resolve_at`."""
+
+    text: str
+    offset_s: float | None = None
+    clock: tuple[int, int, float] | None = None
+    when: dt.datetime | None = None
+
+
+def parse_at(text: str) -> AtTime:
+    """ValueError with a message for the user when ``text`` is not a time."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?\s*", text)
+    if match:
+        h, m, sec = int(match.group(1)), int(match.group(2)), float(match.group(3) or 0)
+        if h > 23 or m > 59 or sec >= 60:
+            raise ValueError(f"{text!r} is not a clock time (HH:MM:SS)")
+        return AtTime(text, clock=(h, m, sec))
+    try:
+        return AtTime(text, offset_s=parse_duration(text))
+    except ValueError:
+        pass
+    try:
+        return AtTime(text, when=dt.datetime.fromisoformat(text.strip()))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a time: give seconds from the start (90, 1m30s), a clock time "
+            "(14:05:00) or an ISO timestamp (2024-05-01T14:05:00)"
+        ) from None
+
+
+def resolve_at(at: AtTime, start: float, end: float) -> float:
+    """The recorded timestamp ``at`` names; ValueError when it lies outside the recording."""
+    if at.offset_s is not None:
+        ts = start + at.offset_s
+    elif at.clock is not None:
+        h, m, sec = at.clock
+        day = dt.datetime.fromtimestamp(start).replace(hour=0, minute=0, second=0, microsecond=0)
+        ts = (day + dt.timedelta(hours=h, minutes=m, seconds=sec)).timestamp()
+        if ts < start - 0.5:  # a recording across midnight: the time on the next day
+            ts = (day + dt.timedelta(days=1, hours=h, minutes=m, seconds=sec)).timestamp()
+    else:
+        assert at.when is not None
+        ts = at.when.timestamp()  # naive: local time
+    if not start - 0.5 <= ts <= end + 0.5:
+        raise ValueError(
+            f"--at {at.text}: not in the recording, which runs from {_fmt_time(start)} to "
+            f"{_fmt_time(end)} ({fmt_duration(end - start)})"
+        )
+    return min(max(ts, start), end)
+
+
+def _fmt_time(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+def run(
+    spec: BackendSpec, *, seed: int = 0, as_json: bool = False, at: AtTime | None = None
+) -> int:
+    if spec.replayed:
+        return run_replay(spec, at=at, as_json=as_json)
+    try:
+        session = open_session(spec, seed=seed, interval=SETTLE_S, slow_interval=SETTLE_S)
+    except SessionError as exc:
+        error(str(exc))
+        return EXIT_NO_GPU
+    with session:
+        session.sampler.poll()
+        time.sleep(SETTLE_S)
+        snapshot = session.sampler.poll()
+    _print(snapshot, as_json)
+    return EXIT_OK
+
+
+def run_replay(spec: BackendSpec, *, at: AtTime | None, as_json: bool) -> int:
+    """The recorded reading at ``at`` (default: the last)."""
+    try:
+        session = open_session(spec)
+    except SessionError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    with session:
+        playback = session.playback
+        assert playback is not None
+        playback.set_paused(True)
+        try:
+            ts = playback.end if at is None else resolve_at(at, playback.start, playback.end)
+        except ValueError as exc:
+            error(f"gputui snapshot: {exc}")
+            return EXIT_USAGE
+        playback.seek(ts)
+        try:
+            snapshot = session.sampler.poll()
+        except RecordingError as exc:
+            error(f"gputui: cannot replay: {exc}")
+            return EXIT_USAGE
+    _print(snapshot, as_json)
+    return EXIT_OK
+
+
+def _print(snapshot: Snapshot, as_json: bool) -> None:
+    emit(snapshot_to_json(snapshot, indent=2) if as_json else render_snapshot(snapshot))
+
+
+__all__ = ["SETTLE_S", "AtTime", "parse_at", "resolve_at", "run", "run_replay"]

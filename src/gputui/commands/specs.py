@@ -1,0 +1,83 @@
+"""``gputui specs [NAME]``: the built-in GPU spec table, or the row a GPU name matches."""
+
+from __future__ import annotations
+
+import difflib
+
+from gputui.commands.output import error
+from gputui.exitcodes import EXIT_OK, EXIT_USAGE
+from gputui.specs import all_names, load_specs, lookup, scaled_peaks
+
+
+def run(name: str | None) -> int:
+    """``gputui specs``: the compact table; ``gputui specs NAME``: one row in full."""
+
+    def num(value: float | None, fmt: str = "{:g}") -> str:
+        return "-" if value is None else fmt.format(value)
+
+    if name is None:
+        head = ("model", "arch", "SMs/CUs", "mem GB", "BW GB/s", "BF16 TF", "FP8 TF", "TDP W")
+        rows = [
+            (
+                s.model,
+                s.cc_or_gfx,
+                num(s.sm_count),
+                num(s.memory_gb),
+                num(s.memory_bw_gbs),
+                num(s.bf16_tflops),
+                num(s.fp8_tflops),
+                num(s.tdp_w),
+            )
+            for s in load_specs()
+        ]
+        widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+        for r in (head, *rows):
+            cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+            cells += [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
+            print("  ".join(cells).rstrip())
+        print(
+            "Dense peaks (no sparsity); BF16/FP8 with FP32 accumulate. "
+            "`gputui specs NAME`: one row."
+        )
+        return EXIT_OK
+    match = lookup(name)
+    if match is None:
+        close = difflib.get_close_matches(name.strip(), all_names(), n=5, cutoff=0.5)
+        error(f"gputui: no spec for {name!r}")
+        if close:
+            error("Close names: " + ", ".join(repr(c) for c in close))
+        error("`gputui specs` lists every row.")
+        return EXIT_USAGE
+    s = match.spec
+    peaks = scaled_peaks(match)
+    unit = s.unit_name
+    lines = [
+        ("model", f"{s.vendor} {s.model}" + (f" ({s.form_factor})" if s.form_factor else "")),
+        ("matched", f"{match.how}: {match.note} (scale {match.scale:g})"),
+        ("names", " | ".join(s.names) or "-"),
+        ("architecture", f"{s.architecture} ({s.cc_or_gfx})"),
+        (unit, num(s.sm_count)),
+        ("boost clock", num(s.boost_clock_mhz, "{:g} MHz")),
+        ("memory", num(s.memory_gb, "{:g} GB") + (f" {s.memory_type}" if s.memory_type else "")),
+        ("bandwidth", num(s.memory_bw_gbs, "{:g} GB/s")),
+        ("FP32", num(peaks["fp32_tflops"], "{:.4g} TFLOPS") + " (non-tensor)"),
+        ("TF32", num(peaks["tf32_tflops"], "{:.4g} TFLOPS")),
+        ("FP16", num(peaks["fp16_tflops"], "{:.4g} TFLOPS")),
+        ("BF16", num(peaks["bf16_tflops"], "{:.4g} TFLOPS")),
+        ("FP8", num(peaks["fp8_tflops"], "{:.4g} TFLOPS")),
+        ("INT8", num(peaks["int8_tops"], "{:.4g} TOPS")),
+        ("TDP", num(s.tdp_w, "{:g} W")),
+        ("NVLink/XGMI", num(s.link_gbs, "{:g} GB/s")),
+        ("PCIe", num(s.pcie_gen, "gen {:g}")),
+        ("source", s.source or "-"),
+    ]
+    if s.notes:
+        lines.append(("notes", s.notes))
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key.ljust(width)}  {value}")
+    print("Peaks are dense (no sparsity); FP16/BF16/FP8/INT8 with FP32 accumulate.")
+    return EXIT_OK
+
+
+__all__ = ["run"]

@@ -1,0 +1,33 @@
+"""``gputui topo``: the GPU connection matrix (NVLink / XGMI / PCIe), CPU affinity and link
+state, as text or JSON."""
+
+from __future__ import annotations
+
+import json
+
+from gputui.commands.output import emit, error
+from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK
+from gputui.session import BackendSpec, SessionError, open_session
+
+SETTLE_S = 0.5
+
+
+def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
+    """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
+    from gputui.topology import render_text, topology_dict
+
+    try:
+        session = open_session(spec, seed=seed, interval=SETTLE_S)
+    except SessionError as exc:
+        error(str(exc))
+        return EXIT_NO_GPU
+    with session:
+        snapshot = session.sampler.poll()
+    if as_json:
+        emit(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
+    else:
+        emit(render_text(snapshot.node, snapshot))
+    return EXIT_OK
+
+
+__all__ = ["run"]

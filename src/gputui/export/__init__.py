@@ -1,0 +1,23 @@
+"""``gputui export``: Prometheus metrics with DCGM-compatible names (see
+:mod:`~gputui.export.dcgm` for names and labels, :mod:`~gputui.export.collector` for the metrics,
+:mod:`~gputui.export.server` for HTTP). Needs the ``export`` extra (``prometheus-client``)."""
+
+from __future__ import annotations
+
+from gputui.export.collector import GpuCollector, render
+from gputui.export.dcgm import DCGM_COUNTERS, DCGM_GAUGES, DCGM_LABELS, dcgm_labels
+from gputui.export.server import Listen, MetricsServer, is_loopback, metrics_app, parse_listen
+
+__all__ = [
+    "DCGM_COUNTERS",
+    "DCGM_GAUGES",
+    "DCGM_LABELS",
+    "GpuCollector",
+    "Listen",
+    "MetricsServer",
+    "dcgm_labels",
+    "is_loopback",
+    "metrics_app",
+    "parse_listen",
+    "render",
+]

@@ -1,0 +1,302 @@
+"""The Prometheus collector: the sampler's latest reading rendered at scrape time.
+
+The one module that imports ``prometheus_client`` (the ``export`` extra). :class:`GpuCollector`
+renders :attr:`Sampler.latest <gputui.sampler.Sampler.latest>` at scrape time: a scrape never
+polls the GPUs, the sampler thread does, every ``--interval``. It also listens to every reading
+(``Sampler.add_listener``) to keep what a single reading does not hold: the last XID per GPU and
+the count of events since the exporter started.
+
+Like DCGM, its counters carry no ``_total`` suffix on the wire
+(``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``): :func:`render` writes their ``# TYPE`` lines DCGM's
+way, and the endpoint always answers in the Prometheus text format 0.0.4 (OpenMetrics would
+require the suffix). Two DCGM fields that are rates
+are gauges here: ``DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL`` (MiB/s, TX + RX, computed as DCGM does:
+KiB/s / 1000; dcgm-exporter mislabels it a counter) and ``DCGM_FI_PROF_{PCIE,NVLINK}_{TX,RX}_BYTES``
+(bytes/s). What DCGM lacks is under ``gputui_*`` in base units (``_bytes``, ``_celsius``,
+``_ratio``), counters with ``_total``.
+
+A value the hardware does not report (None) is not exported at all; a GPU that fell off the bus
+exports only ``gputui_gpu_lost 1`` (its health findings stay listed). Per-process memory is
+bounded: the top N processes by memory per GPU, the rest summed into ``pid="other"``.
+
+Probe metrics (achieved bandwidth and FLOP/s) are not exported: they arrive with the performance
+probe, which will add its own ``gputui_probe_*`` families here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from gputui import __version__
+from gputui.export.dcgm import (
+    BARE_COUNTERS,
+    DCGM_COUNTERS,
+    DCGM_GAUGES,
+    DCGM_XID,
+    DEFAULT_TOP_PROCESSES,
+    dcgm_labels,
+)
+from gputui.health.rollup import gpu_severity, worst
+from gputui.model import SEVERITY_ORDER, THROTTLE_REASONS, Finding, GpuSample, Snapshot
+from gputui.sampler import Sampler
+
+
+class _Families:
+    """Families by name, created on first sample, yielded in creation order (empty ones never)."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Metric] = {}
+        self._gauges: dict[str, GaugeMetricFamily] = {}
+        self._counters: dict[str, CounterMetricFamily] = {}
+
+    def gauge(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
+        family = self._gauges.get(name)
+        if family is None:
+            family = self._gauges[name] = GaugeMetricFamily(name, doc, labels=list(labels))
+            self._by_name[name] = family
+        family.add_metric(list(labels.values()), value)
+
+    def counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
+        family = self._counters.get(name)
+        if family is None:
+            family = self._counters[name] = CounterMetricFamily(name, doc, labels=list(labels))
+            self._by_name[name] = family
+        family.add_metric(list(labels.values()), value)
+
+    def bare_counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
+        """A counter whose sample keeps ``name`` as is (DCGM style, no ``_total`` added)."""
+        family = self._by_name.get(name)
+        if family is None:
+            family = self._by_name[name] = Metric(name, doc, "counter")
+        family.add_sample(name, labels, value)
+
+    def __iter__(self) -> Iterator[Metric]:
+        return iter(self._by_name.values())
+
+
+class GpuCollector(Collector):
+    """Renders the sampler's latest snapshot as metric families at each scrape."""
+
+    def __init__(self, sampler: Sampler, *, top_processes: int = DEFAULT_TOP_PROCESSES) -> None:
+        self.sampler = sampler
+        self.top_processes = max(int(top_processes), 0)
+        self._lock = threading.Lock()
+        self._last_xid: dict[int, int] = {}
+        self._events: Counter[tuple[int | None, str]] = Counter()
+        sampler.add_listener(self.observe)
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Keep what outlives one reading (called after every poll, on the sampler thread)."""
+        with self._lock:
+            for event in snapshot.events:
+                self._events[(event.gpu_index, event.kind)] += 1
+                if event.kind == "xid" and event.gpu_index is not None and event.code is not None:
+                    self._last_xid[event.gpu_index] = event.code
+
+    def collect(self) -> Iterable[Metric]:
+        snapshot: Snapshot | None = self.sampler.latest
+        node = snapshot.node if snapshot is not None else self.sampler.node
+        info = GaugeMetricFamily(
+            "gputui_info",
+            "gputui version, backend and driver (always 1).",
+            labels=["version", "backend", "driver"],
+        )
+        if node is not None:
+            info.add_metric([__version__, node.backend, node.driver_version or ""], 1)
+        yield info
+        if snapshot is None:
+            return
+        yield from self._families(snapshot)
+
+    def _families(self, snapshot: Snapshot) -> Iterator[Metric]:
+        node = snapshot.node
+        out = _Families()
+        out.gauge(
+            "gputui_snapshot_timestamp_seconds",
+            "Unix time of the reading these metrics show.",
+            {},
+            snapshot.timestamp,
+        )
+        with self._lock:
+            last_xid = dict(self._last_xid)
+            events = dict(self._events)
+        active = [f for f in snapshot.findings if f.active]
+        lost_doc = "1 when the GPU stopped answering (fell off the bus), else 0."
+        for s in snapshot.gpus:
+            gpu_info = node.gpu(s.index)
+            labels = dcgm_labels(gpu_info, s.index, node.hostname)
+            out.gauge("gputui_gpu_lost", lost_doc, labels, 1.0 if s.lost else 0.0)
+            if s.lost:
+                continue
+            for name, doc, fn in DCGM_GAUGES:
+                value = fn(s)
+                if value is not None:
+                    out.gauge(name, doc, labels, value)
+            if gpu_info is not None:
+                for name, doc, value in (
+                    (
+                        "DCGM_FI_DEV_PCIE_MAX_LINK_GEN",
+                        "PCIe max link generation.",
+                        gpu_info.pcie_max_gen,
+                    ),
+                    (
+                        "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH",
+                        "PCIe max link width.",
+                        gpu_info.pcie_max_width,
+                    ),
+                ):
+                    if value is not None:
+                        out.gauge(name, doc, labels, float(value))
+            if gpu_info is None or gpu_info.vendor == "nvidia":
+                out.gauge(
+                    DCGM_XID,
+                    "Value of the last XID error encountered (0: none since the exporter started).",
+                    labels,
+                    float(last_xid.get(s.index, 0)),
+                )
+            for name, doc, fn in DCGM_COUNTERS:
+                value = fn(s)
+                if value is not None:
+                    out.bare_counter(name, doc, labels, value)
+            self._gputui_gpu(out, s)
+        self._health(out, snapshot, active)
+        for (gpu, kind), count in sorted(events.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            out.counter(
+                "gputui_gpu_events",
+                "Events (xid, ecc_double_bit, gpu_lost ...) seen since the exporter started.",
+                {"gpu": "" if gpu is None else str(gpu), "kind": kind},
+                float(count),
+            )
+        self._processes(out, snapshot)
+        self._host(out, snapshot)
+        yield from out
+
+    def _gputui_gpu(self, out: _Families, s: GpuSample) -> None:
+        gpu = {"gpu": str(s.index)}
+        if s.temperature_hotspot_c is not None:
+            out.gauge(
+                "gputui_gpu_hotspot_temperature_celsius",
+                "GPU hotspot (junction) temperature.",
+                gpu,
+                float(s.temperature_hotspot_c),
+            )
+        if s.throttle_reasons is not None:
+            reasons = sorted(set(THROTTLE_REASONS) | set(s.throttle_reasons))
+            for reason in reasons:
+                out.gauge(
+                    "gputui_throttle_reason_active",
+                    "1 while a clock throttle (clock event) reason is active, else 0.",
+                    {**gpu, "reason": reason},
+                    1.0 if reason in s.throttle_reasons else 0.0,
+                )
+        for link in s.links or ():
+            labels = {**gpu, "link": str(link.link)}
+            if link.up is not None:
+                out.gauge(
+                    "gputui_nvlink_link_up",
+                    "1 when the NVLink / XGMI link is up, 0 when down.",
+                    labels,
+                    float(link.up),
+                )
+            for kind in ("replay", "recovery", "crc"):
+                value = getattr(link, f"{kind}_errors")
+                if value is not None:
+                    out.counter(
+                        "gputui_nvlink_link_errors",
+                        "NVLink / XGMI link error counters (replay, recovery, crc).",
+                        {**labels, "kind": kind},
+                        float(value),
+                    )
+
+    def _health(self, out: _Families, snapshot: Snapshot, active: list[Finding]) -> None:
+        counts: Counter[tuple[str, str, str]] = Counter(
+            (f.rule, f.severity, "" if f.gpu_index is None else str(f.gpu_index)) for f in active
+        )
+        for (rule, severity, gpu), count in sorted(counts.items()):
+            out.gauge(
+                "gputui_health_findings",
+                "Active health findings by rule and severity (gpu empty: node-wide).",
+                {"rule": rule, "severity": severity, "gpu": gpu},
+                float(count),
+            )
+        status_doc = "Worst active health finding: 0 ok, 1 info, 2 warn, 3 fail."
+        for s in snapshot.gpus:
+            out.gauge(
+                "gputui_health_status",
+                status_doc,
+                {"gpu": str(s.index)},
+                float(SEVERITY_ORDER[gpu_severity(active, s.index)]),
+            )
+        out.gauge(
+            "gputui_node_health_status",
+            "Worst active health finding on the node: 0 ok, 1 info, 2 warn, 3 fail.",
+            {},
+            float(SEVERITY_ORDER[worst(active)]),
+        )
+
+    def _processes(self, out: _Families, snapshot: Snapshot) -> None:
+        doc = (
+            "GPU memory held by a process: the top processes by memory per GPU, "
+            'the rest summed into pid="other".'
+        )
+        by_gpu: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
+        for p in snapshot.processes:
+            if p.gpu_memory_bytes is None:
+                continue
+            on_gpu = by_gpu.setdefault(p.gpu_index, {})
+            held = on_gpu[p.pid][0] if p.pid in on_gpu else 0
+            # one pid on several MIG slices: one series
+            on_gpu[p.pid] = (held + p.gpu_memory_bytes, p.user, p.name)
+        for gpu in sorted(by_gpu):
+            procs = sorted(by_gpu[gpu].items(), key=lambda kv: (-kv[1][0], kv[0]))
+            top, rest = procs[: self.top_processes], procs[self.top_processes :]
+            for pid, (memory, user, name) in top:
+                labels = {"gpu": str(gpu), "pid": str(pid), "user": user or "", "name": name or ""}
+                out.gauge("gputui_process_gpu_memory_bytes", doc, labels, float(memory))
+            if rest:
+                labels = {"gpu": str(gpu), "pid": "other", "user": "", "name": ""}
+                total = float(sum(memory for _pid, (memory, _u, _n) in rest))
+                out.gauge("gputui_process_gpu_memory_bytes", doc, labels, total)
+
+    def _host(self, out: _Families, snapshot: Snapshot) -> None:
+        host = snapshot.host
+        if host is None:
+            return
+        if host.cpu_pct is not None:
+            out.gauge(
+                "gputui_host_cpu_utilization_ratio",
+                "Host CPU utilization, all cores (0-1).",
+                {},
+                host.cpu_pct / 100.0,
+            )
+        for field in ("total", "used", "available"):
+            value = getattr(host, f"memory_{field}_bytes")
+            if value is not None:
+                out.gauge(
+                    f"gputui_host_memory_{field}_bytes", f"Host memory {field}.", {}, float(value)
+                )
+        if host.load_average is not None:
+            for period, value in zip(("1m", "5m", "15m"), host.load_average, strict=False):
+                out.gauge(
+                    "gputui_host_load_average", "Host load average.", {"period": period}, value
+                )
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    """The Prometheus text format (0.0.4) of ``registry``, with DCGM's counters typed under their
+    own names (``prometheus_client`` would announce them as ``NAME_total``)."""
+    text = generate_latest(registry).decode()
+    for name in BARE_COUNTERS:
+        text = text.replace(f"# HELP {name}_total ", f"# HELP {name} ", 1)
+        text = text.replace(f"# TYPE {name}_total counter\n", f"# TYPE {name} counter\n", 1)
+    return text.encode()

@@ -1,0 +1,99 @@
+"""What the health rules judge and how, and the facts of this machine they need: the effective
+user, the GPUs Slurm allocated, the CUDA version torch was built for."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GIB = 1024**3
+
+
+def effective_user() -> str | None:
+    """Name of the effective user, or None where it cannot be told."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError, AttributeError, OSError):
+        try:
+            import getpass
+
+            return getpass.getuser()
+        except Exception:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthConfig:
+    """What the monitor judges and how."""
+
+    expect_gpus: int | None = None
+    """GPUs that must be present; None: what Slurm allocated (see :func:`slurm_expected_gpus`)."""
+    gpus: frozenset[int] | None = None
+    """Only judge these GPU indices; None: all."""
+    ignore: frozenset[str] = frozenset()
+    """Rule ids not to run."""
+    pre_job: bool = False
+    """A pre-job check: other users' processes or memory in use are ``fail`` (else ``info``)."""
+    idle_memory_minutes: float = 10
+    idle_memory_min_bytes: int = GIB
+    current_user: str | None = field(default_factory=effective_user)
+    torch_cuda_version: str | None = None
+    """CUDA version torch was built for (see :func:`torch_cuda_version`); None: unknown."""
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def slurm_expected_gpus(env: Mapping[str, str]) -> int | None:
+    """GPUs Slurm allocated on this node: ``SLURM_GPUS_ON_NODE``, else the count of
+    ``SLURM_JOB_GPUS`` (``0,1,4-7``); None outside a Slurm job (no ``SLURM_JOB_ID``)."""
+    if not env.get("SLURM_JOB_ID"):
+        return None
+    on_node = env.get("SLURM_GPUS_ON_NODE", "").strip()
+    if on_node.isdigit():
+        return int(on_node)
+    job_gpus = env.get("SLURM_JOB_GPUS", "").strip()
+    if not job_gpus:
+        return None
+    count = 0
+    for part in job_gpus.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if dash and lo.isdigit() and hi.isdigit():
+            count += max(int(hi) - int(lo) + 1, 0)
+        elif part:
+            count += 1
+    return count or None
+
+
+_TORCH_CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([0-9][0-9.]*)['\"]", re.MULTILINE)
+
+
+def torch_cuda_version() -> str | None:
+    """The CUDA version the installed torch was built for (``"12.4"``), read from
+    ``torch/version.py`` without importing torch; None without torch or for a CPU build."""
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.origin:
+            return None
+        text = (Path(spec.origin).parent / "version.py").read_text(encoding="utf-8")
+    except Exception:
+        return None
+    match = _TORCH_CUDA.search(text)
+    return match.group(1) if match else None
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    parts = re.findall(r"\d+", text)
+    return tuple(int(p) for p in parts[:3]) if parts else None
+
+
+__all__ = ["GIB", "HealthConfig", "effective_user", "slurm_expected_gpus", "torch_cuda_version"]

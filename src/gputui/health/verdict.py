@@ -1,0 +1,215 @@
+"""A check's verdict: the findings on the judged GPUs, graded into healthy / warnings / failed.
+
+:func:`evaluate` turns the last snapshot of a check (its findings, judged by the health monitor)
+and the GPU selection into a :class:`CheckResult`, whose :meth:`~CheckResult.to_dict` is the
+``--json`` output (``docs/check-json.md``) and whose ``exit_code`` is the command's status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gputui.codec import encode
+from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
+from gputui.format import fmt_bytes_pair, fmt_pct
+from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
+from gputui.health.rules import RULES
+from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, Snapshot
+from gputui.selection import Selection
+
+CHECK_RULES: dict[str, str] = {
+    "visible_devices": "fail: CUDA_VISIBLE_DEVICES names a GPU this node does not list",
+    "probe": "warn (--probe): a probe result LOW against spec or the node's other GPUs, "
+    "or the probe failed",
+}
+"""Rules of the check itself (on top of the health module's), accepted by ``--ignore`` too."""
+
+
+def all_rules() -> dict[str, str]:
+    """Rule id -> one-line description, for ``--ignore`` and ``--list-rules``."""
+    rules = {rule_id: entry[1] for rule_id, entry in RULES.items()}
+    rules.update(CHECK_RULES)
+    return dict(sorted(rules.items()))
+
+
+Verdict = Literal["healthy", "warnings", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStatus:
+    index: int
+    name: str
+    uuid: str
+    status: Status
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    hostname: str
+    backend: str
+    checked_gpus: tuple[int, ...]
+    selection_source: str
+    findings: tuple[Finding, ...]
+    gpus: tuple[GpuStatus, ...]
+    not_checked: tuple[str, ...]
+    notes: tuple[str, ...]
+    duration_s: float
+    strict: bool = False
+    node_gpu_count: int = 0
+    kernel_events: tuple[GpuEvent, ...] = field(default=())
+
+    def count(self, severity: str) -> int:
+        """Findings of ``severity`` listed at the end (cleared ones included: see rollup)."""
+        n = counts(self.findings)
+        return {"fail": n.fail, "warn": n.warn, "info": n.info}.get(severity, 0)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.count("fail") or (self.strict and self.count("warn")):
+            return "failed"
+        return "warnings" if self.count("warn") else "healthy"
+
+    @property
+    def exit_code(self) -> int:
+        return {"healthy": EXIT_HEALTHY, "warnings": EXIT_WARNINGS, "failed": EXIT_FAILED}[
+            self.verdict
+        ]
+
+    def headline(self) -> str:
+        verdict = self.verdict
+        if verdict == "failed":
+            n = self.count("fail") + (self.count("warn") if self.strict else 0)
+            word = f"FAILED ({n})"
+        elif verdict == "warnings":
+            word = f"WARNINGS ({self.count('warn')})"
+        else:
+            word = "HEALTHY"
+        n_gpus = len(self.checked_gpus)
+        parts = [word, self.hostname, self.backend, f"{n_gpus} GPU{'s' if n_gpus != 1 else ''}"]
+        line = " · ".join(parts)
+        first = headline_finding(self.findings)
+        if first is not None:  # the first line alone makes a useful drain reason
+            line += f" · {_where(first)}{first.message}"[:200]
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "strict": self.strict,
+            "hostname": self.hostname,
+            "backend": self.backend,
+            "checked_gpus": list(self.checked_gpus),
+            "findings": [encode(f) for f in self.findings],
+            "gpus": [
+                {"index": g.index, "name": g.name, "uuid": g.uuid, "status": g.status}
+                for g in self.gpus
+            ],
+            "not_checked": list(self.not_checked),
+            "notes": list(self.notes),
+            "duration_s": round(self.duration_s, 3),
+            "schema_version": SCHEMA_VERSION,
+        }
+
+
+def _where(finding: Finding) -> str:
+    """``GPU n: `` unless the message already names the GPU."""
+    if finding.gpu_index is None or f"GPU {finding.gpu_index}" in finding.message:
+        return ""
+    return f"GPU {finding.gpu_index}: "
+
+
+def evaluate(
+    snapshot: Snapshot,
+    selection: Selection,
+    *,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+    not_checked: Sequence[str] = (),
+    duration_s: float = 0.0,
+    kernel_events: Sequence[GpuEvent] = (),
+) -> CheckResult:
+    """The findings on the judged GPUs (node-wide ones always count), sorted worst first."""
+    ignored = frozenset(ignore)
+    node = snapshot.node
+    judged = sorted(
+        g.index for g in node.gpus if selection.indices is None or g.index in selection.indices
+    )
+    findings = [
+        f
+        for f in snapshot.findings
+        if f.rule not in ignored and (f.gpu_index is None or f.gpu_index in judged)
+    ]
+    if "visible_devices" not in ignored:
+        findings += [
+            Finding(
+                rule="visible_devices",
+                severity="fail",
+                message=f"CUDA_VISIBLE_DEVICES names {token}, which this node does not list",
+                hint="the GPU may have fallen off the bus (check `nvidia-smi -L` and the kernel "
+                "log), or the variable is stale",
+                key=f"visible_devices:{token}",
+                first_seen=snapshot.timestamp,
+                last_seen=snapshot.timestamp,
+            )
+            for token in selection.unknown
+        ]
+    findings = sorted_findings(findings)
+    statuses = []
+    for index in judged:
+        info = node.gpu(index)
+        assert info is not None
+        status = gpu_status(findings, index)
+        statuses.append(
+            GpuStatus(index, info.name, info.uuid, status, _gpu_summary(snapshot, index))
+        )
+    return CheckResult(
+        hostname=node.hostname,
+        backend=node.backend,
+        checked_gpus=tuple(judged),
+        selection_source=selection.source,
+        findings=tuple(findings),
+        gpus=tuple(statuses),
+        not_checked=tuple(not_checked),
+        notes=selection.notes,
+        duration_s=duration_s,
+        strict=strict,
+        node_gpu_count=len(node.gpus),
+        kernel_events=tuple(kernel_events),
+    )
+
+
+def _gpu_summary(snapshot: Snapshot, index: int) -> str:
+    sample = snapshot.sample(index)
+    if sample is None:
+        return "not read"
+    if sample.lost:
+        return sample.error or "lost"
+    procs = snapshot.processes_on(index)
+    users = sorted({p.user for p in procs if p.user})
+    parts = [
+        f"{fmt_pct(sample.utilization_gpu_pct)} busy",
+        fmt_bytes_pair(sample.memory_used_bytes, sample.memory_total_bytes),
+        f"{len(procs)} process{'es' if len(procs) != 1 else ''}"
+        + (f" ({', '.join(users)})" if users else ""),
+    ]
+    return " · ".join(parts)
+
+
+def list_rules() -> str:
+    rules = all_rules()
+    width = max(len(r) for r in rules)
+    return "\n".join(f"{rule:<{width}}  {text}" for rule, text in rules.items())
+
+
+__all__ = [
+    "CHECK_RULES",
+    "CheckResult",
+    "GpuStatus",
+    "all_rules",
+    "evaluate",
+    "list_rules",
+]

@@ -1,0 +1,177 @@
+"""The session layer: which backend to read (parsed once) and the one way to open it.
+
+Every command, the dashboard and the exporter open their readings here::
+
+    spec = BackendSpec.parse("sim:faulty")          # ValueError for a bad name
+    with open_session(spec, interval=1.0) as session:
+        snapshot = session.sampler.poll()
+
+:func:`open_session` opens the backend, wraps it in a :class:`~gputui.sampler.Sampler` with the
+health rules attached (or the recorded findings, for a replay), and raises :class:`SessionError`
+with a message for the user instead of printing; the caller decides where the message goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal
+
+from gputui import backends
+from gputui.backends.base import Backend
+from gputui.backends.spec import BACKEND_KINDS, DEFAULT_SIM_SCENARIO, SPEC_HELP, BackendSpec
+from gputui.model import NodeInfo
+from gputui.playback import Playback, RecordedFindings
+from gputui.sampler import HealthEvaluator, Sampler
+
+
+class SessionError(Exception):
+    """The session could not be opened; ``str(exc)`` is the whole message for the user."""
+
+
+class NoGpuError(SessionError):
+    """No backend could be opened: ``reasons`` has one (label, reason) pair per backend tried."""
+
+    def __init__(self, spec: BackendSpec, reasons: list[tuple[str, str]]) -> None:
+        self.spec = spec
+        self.reasons = reasons
+        super().__init__(no_backend_message(reasons, spec))
+
+
+class ReplayError(SessionError):
+    """A recording that cannot be replayed (missing, not a recording, no readings)."""
+
+
+def no_backend_message(reasons: list[tuple[str, str]], spec: BackendSpec) -> str:
+    head = "gputui: no usable GPU found." if spec.kind == "auto" else f"gputui: cannot use {spec}."
+    lines = [head, *(f"  {label}: {reason}" for label, reason in reasons)]
+    lines.append("Run `gputui --demo` to try gputui on a simulated 8-GPU node.")
+    return "\n".join(lines)
+
+
+@dataclass
+class Session:
+    """An open backend and the sampler that reads it. Close it (or use ``with``)."""
+
+    spec: BackendSpec
+    sampler: Sampler
+
+    @property
+    def backend(self) -> Backend:
+        return self.sampler.backend
+
+    @property
+    def node(self) -> NodeInfo:
+        node = self.sampler.node
+        assert node is not None  # open_session opens the backend before it returns
+        return node
+
+    @property
+    def playback(self) -> Playback | None:
+        return self.sampler.playback
+
+    def close(self) -> None:
+        self.sampler.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+Judging = Literal["rules", "none"]
+
+
+def open_session(
+    spec: BackendSpec,
+    *,
+    seed: int = 0,
+    interval: float = 1.0,
+    slow_interval: float | None = None,
+    clock: Callable[[], float] | None = None,
+    health: HealthEvaluator | None = None,
+    judge: Judging = "rules",
+) -> Session:
+    """Open ``spec`` and a sampler over it.
+
+    Health: ``health`` when given; else, with ``judge="rules"``, the health rules with this
+    machine's defaults (a live or simulated node) or the findings recorded with each reading (a
+    replay); ``judge="none"`` attaches no evaluator. ``clock`` defaults to the wall clock, or the
+    replay's clock. Raises :class:`NoGpuError` or :class:`ReplayError`.
+    """
+    backend, node = _open_backend(spec, seed=seed)
+    sampler = sampler_for(
+        backend,
+        node,
+        interval=interval,
+        slow_interval=slow_interval,
+        clock=clock,
+        health=health,
+        judge=judge,
+    )
+    return Session(spec, sampler)
+
+
+def sampler_for(
+    backend: Backend,
+    node: NodeInfo,
+    *,
+    interval: float = 1.0,
+    slow_interval: float | None = None,
+    clock: Callable[[], float] | None = None,
+    health: HealthEvaluator | None = None,
+    judge: Judging = "rules",
+) -> Sampler:
+    """The sampler over an already opened ``backend`` (see :func:`open_session`)."""
+    playback = backend.playback
+    if health is None and judge == "rules":
+        health = RecordedFindings(playback) if playback is not None else default_health()
+    return Sampler(
+        backend,
+        interval=interval,
+        slow_interval=slow_interval,
+        clock=clock,
+        node=node,
+        health=health,
+    )
+
+
+def _open_backend(spec: BackendSpec, *, seed: int) -> tuple[Backend, NodeInfo]:
+    try:
+        return backends.open_backend(spec, seed=seed)
+    except backends.NoBackend as exc:
+        if spec.replayed:
+            reason = exc.reasons[0][1] if exc.reasons else "cannot be read"
+            raise ReplayError(f"gputui: cannot replay: {reason}") from None
+        raise NoGpuError(spec, exc.reasons) from None
+
+
+def default_health() -> HealthEvaluator:
+    """The health rules as the dashboard, ``snapshot`` and the exporter judge a running node."""
+    from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+
+    config = HealthConfig(torch_cuda_version=torch_cuda_version())
+    return HealthMonitor(config)
+
+
+__all__ = [
+    "BACKEND_KINDS",
+    "DEFAULT_SIM_SCENARIO",
+    "SPEC_HELP",
+    "BackendSpec",
+    "NoGpuError",
+    "ReplayError",
+    "Session",
+    "SessionError",
+    "default_health",
+    "no_backend_message",
+    "open_session",
+    "sampler_for",
+]

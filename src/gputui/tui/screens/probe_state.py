@@ -1,0 +1,242 @@
+"""The probe screen's state of a run: what each device has reported so far, folded from the
+workers' protocol messages, judged against the spec and told in a few sentences.
+
+No widgets here: :class:`ProbeRunState` is what the screen shows, kept apart from how.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gputui.model import NodeInfo, Snapshot, describe_throttle
+from gputui.probe.protocol import Done, Error, Hello, ProbeMessage, Progress, Result, Retry, Skipped
+from gputui.probe.report import Peaks, spec_for
+from gputui.probe.verdict import (
+    LOW,
+    WARN,
+    Judged,
+    apply_node_relative,
+    describe,
+    expected_fraction,
+    family,
+    judge,
+    spec_value,
+)
+
+CPU_LABEL = "CPU"
+TEST_NAMES: dict[str, str] = {
+    "memory_copy": "memory copy",
+    "memory_triad": "memory triad",
+    "h2d": "host → device",
+    "d2h": "device → host",
+    "p2p": "P2P GPU ↔ GPU",
+    "matmul_fp32": "FP32 matmul",
+    "matmul_tf32": "TF32 matmul",
+    "matmul_fp16": "FP16 matmul",
+    "matmul_bf16": "BF16 matmul",
+    "matmul_fp8": "FP8 matmul",
+}
+
+
+def human_test_name(test: str) -> str:
+    """A test id in words (``matmul_bf16`` -> ``BF16 matmul``)."""
+    return TEST_NAMES.get(test, test)
+
+
+def device_label(gpu: int | None) -> str:
+    return CPU_LABEL if gpu is None else f"GPU {gpu}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    gpu: int | None
+    test: str
+    value: float
+    unit: str
+    method: str
+
+
+@dataclass
+class DeviceRun:
+    """What one probed device has reported so far."""
+
+    gpu: int | None
+    tests: list[str]
+    device_name: str = ""
+    test: str = ""
+    fraction: float = 0.0
+    text: str = ""
+    finished: set[str] = field(default_factory=set)
+    done: bool = False
+    cancelled: bool = False
+    error: str = ""
+    throttles: set[str] = field(default_factory=set)
+    min_sm_clock: int | None = None
+
+    @property
+    def progress(self) -> float:
+        if self.done:
+            return 1.0
+        n = max(len(self.tests), 1)
+        current = 0.0 if self.test in self.finished else self.fraction
+        return min((len(self.finished) + current) / n, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecRef:
+    """What a GPU's results are compared with, fixed when the run starts."""
+
+    peaks: Peaks | None
+    link_gbs: float | None
+    pcie: tuple[int | None, int | None]  # (gen, width) at the start of the run
+
+
+class ProbeRunState:
+    """Every device of the current run, the results so far and the notes for the summary."""
+
+    def __init__(self, node: NodeInfo) -> None:
+        self.node = node
+        self.runs: dict[int | None, DeviceRun] = {}
+        self.results: list[ResultRow] = []
+        self.notes: list[str] = []
+        """Skips, retries and errors in words, for the summary."""
+        self._specs: dict[int, _SpecRef] = {}
+
+    @property
+    def running(self) -> bool:
+        return bool(self.runs) and not all(run.done for run in self.runs.values())
+
+    def begin(
+        self, targets: Sequence[int | None], tests: Sequence[str], snapshot: Snapshot | None
+    ) -> None:
+        """Forget the last run; look up the spec of every GPU in the new one."""
+        self.runs = {g: DeviceRun(g, list(tests)) for g in targets}
+        self.results = []
+        self.notes = []
+        self._specs = {}
+        for gpu in targets:
+            if gpu is None:
+                continue
+            info = self.node.gpu(gpu)
+            match, peaks = spec_for(info) if info is not None else (None, None)
+            sample = snapshot.sample(gpu) if snapshot is not None else None
+            self._specs[gpu] = _SpecRef(
+                peaks=peaks,
+                link_gbs=match.spec.link_gbs if match is not None else None,
+                pcie=(sample.pcie_gen, sample.pcie_width) if sample is not None else (None, None),
+            )
+
+    def apply(self, gpu: int | None, msg: ProbeMessage) -> None:
+        """Fold one message from the worker probing ``gpu`` into the run."""
+        run = self.runs.get(gpu)
+        if run is None:
+            return
+        who = device_label(gpu)
+        match msg:
+            case Hello(device_name=name, tests=tests):
+                run.device_name = name
+                if tests:
+                    run.tests = list(tests)
+            case Progress(test=test, fraction=fraction, text=text):
+                run.test, run.fraction, run.text = test, fraction, text
+            case Result(test=test, value=value, unit=unit, method=method):
+                run.finished.add(test)
+                run.test, run.fraction = test, 1.0
+                self.results.append(ResultRow(gpu, test, value, unit, method))
+            case Skipped(test=test):
+                run.finished.add(test)
+                self.notes.append(f"{who}: {human_test_name(test)} skipped")
+            case Retry(text=size):
+                run.text = f"out of memory, retrying smaller {size}".rstrip()
+            case Error(test=test, message=message) if not msg.cancelled:
+                what = f"{human_test_name(test)} failed" if test else "error"
+                self.notes.append(f"{who}: {what}: {message}")
+                if test:
+                    run.finished.add(test)
+                else:
+                    run.error = message
+            case Done(cancelled=cancelled):
+                run.done = True
+                run.cancelled = cancelled
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """A reading during the run: remember throttling and the lowest SM clock per GPU."""
+        if not self.running:
+            return
+        for gpu, run in self.runs.items():
+            sample = snapshot.sample(gpu) if gpu is not None else None
+            if sample is None or sample.lost:
+                continue
+            if sample.throttle_reasons:
+                run.throttles |= set(sample.throttle_reasons) - {"gpu_idle"}
+            clock = sample.clock_sm_mhz
+            if clock is not None and (run.min_sm_clock is None or clock < run.min_sm_clock):
+                run.min_sm_clock = clock
+
+    def judged(self) -> list[Judged]:
+        """Every result judged by :mod:`gputui.probe.verdict`: spec, expected fraction, verdict,
+        and on several GPUs the sibling rule (LOW below 90% of the node's best)."""
+        out: list[Judged] = []
+        limits: dict[int, tuple[float | None, float | None]] = {}
+        for r in self.results:
+            j = Judged(r.gpu, device_label(r.gpu), r.test, r.value, r.unit, r.method)
+            info = self.node.gpu(r.gpu) if r.gpu is not None else None
+            if r.gpu is not None and info is not None:
+                ref = self._specs.get(r.gpu, _SpecRef(None, None, (None, None)))
+                gen, width = ref.pcie
+                j.spec, j.spec_source = spec_value(
+                    r.test, ref.peaks, pcie_gen=gen, pcie_width=width, link_gbs=ref.link_gbs
+                )
+                j.expected = expected_fraction(family(info.architecture), r.test)
+                limits[r.gpu] = (info.sm_clock_max_mhz, info.power_default_limit_w)
+                judge(
+                    j,
+                    sm_clock_max_mhz=info.sm_clock_max_mhz,
+                    power_default_limit_w=info.power_default_limit_w,
+                )
+            out.append(j)
+        apply_node_relative(out, limits)
+        return out
+
+    def summary(self) -> str:
+        """A few plain sentences: per GPU the worst results, why when telemetry tells, notes."""
+        parts: list[str] = []
+        by_gpu: dict[int | None, list[Judged]] = {}
+        for j in self.judged():
+            by_gpu.setdefault(j.gpu, []).append(j)
+        for gpu, run in self.runs.items():
+            who = device_label(gpu)
+            rows = by_gpu.get(gpu, [])
+            if run.cancelled:
+                parts.append(f"{who}: cancelled after {len(rows)} results.")
+                continue
+            if gpu is None:
+                parts.append(
+                    f"{who}: {len(rows)} results measured on the CPU (no spec to compare)."
+                )
+                continue
+            bad = sorted(
+                (j for j in rows if j.verdict in (LOW, WARN)), key=lambda j: j.verdict != LOW
+            )
+            if not rows:
+                parts.append(f"{who}: no results{f' ({run.error})' if run.error else ''}.")
+            elif not bad:
+                parts.append(f"{who}: all {len(rows)} results as expected.")
+            else:
+                words = "; ".join(f"{describe(j)} ({j.verdict})" for j in bad)
+                why = self._why(run)
+                parts.append(f"{who}: {words}{f'; {why}' if why else ''}.")
+        parts += self.notes
+        return " ".join(parts)
+
+    def _why(self, run: DeviceRun) -> str:
+        if not run.throttles:
+            return ""
+        info = self.node.gpu(run.gpu) if run.gpu is not None else None
+        reasons = describe_throttle(frozenset(run.throttles))
+        clock = run.min_sm_clock
+        limit = info.sm_clock_max_mhz if info is not None else None
+        if clock is not None and limit and clock < limit:
+            return f"SM clock down to {clock} MHz by {reasons}"
+        return f"throttled: {reasons}"

@@ -1,0 +1,152 @@
+"""The pieces a GPU panel is drawn from: values coloured by meaning (temperatures, memory, PCIe
+link, ECC, throttle reasons) and the constants of its layouts.
+
+Colours that judge (warn / bad) use the thresholds of the health rules
+(:mod:`gputui.health.levels`), so the panel and the findings agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from gputui.format import NA, fmt_pcie
+from gputui.health.levels import pcie_level, temperature_level
+from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
+from gputui.tui.widgets.line_widget import (
+    BAD,
+    BAR_MEM,
+    DIM,
+    LABEL,
+    OK,
+    VALUE,
+    WARN,
+    Line,
+    LineBuilder,
+    Piece,
+)
+
+ROOMY_MIN_HEIGHT = 10
+COMPACT_FIXED = 5 + 1 + 12 + 10 + 6
+"""Compact row cells besides name and bars: utilization, memory, power, temperature."""
+COMPACT_TAIL = 14
+"""Compact row cells kept for trouble flags or the sparkline."""
+COMPACT_THROTTLE = {
+    "hw_slowdown": "HW slowdown",
+    "hw_thermal": "HW thermal",
+    "hw_power_brake": "power brake",
+    "sw_thermal": "SW thermal",
+}
+BADGE_CLASS = {"ok": OK, "info": OK, "warn": WARN, "fail": BAD}
+_LEVEL_CLASS = {"ok": VALUE, "info": VALUE, "warn": WARN, "fail": BAD}
+LOST_TEXT = "LOST — fell off the bus"
+WAITING_TEXT = "waiting for first reading…"
+
+
+# -- levels: colour by meaning --------------------------------------------------------------------
+
+
+def temperature_class(value: float | None, limit: float | None) -> str:
+    """``bad`` at or above ``limit``, ``warn`` close to it (as the temperature rule judges)."""
+    if value is None or math.isnan(value):
+        return DIM
+    return _LEVEL_CLASS[temperature_level(value, limit)]
+
+
+def memory_class(frac: float | None) -> str:
+    if frac is None:
+        return BAR_MEM
+    if frac >= 0.98:
+        return BAD
+    if frac >= 0.90:
+        return WARN
+    return BAR_MEM
+
+
+def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
+    """Current link, and the maximum when trained below it (highlighted only under load: idle
+    GPUs lower their link generation to save power, which is normal)."""
+    current = fmt_pcie(sample.pcie_gen, sample.pcie_width)
+    if current == NA:
+        return [(NA, DIM)]
+    level = pcie_level(sample, info)
+    if level == "ok":
+        return [(current, VALUE)]
+    cls = WARN if level == "warn" else DIM
+    max_pcie = fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
+    return [(current, cls), (f"/{max_pcie}", LABEL if cls == DIM else cls)]
+
+
+def ecc_pieces(sample: GpuSample, info: GpuInfo, *, long: bool = False) -> list[Piece]:
+    """ECC state: ``ECC ok``, ``ECC off``, ``ECC n/a`` or the uncorrected counts, highlighted."""
+    vol, agg = sample.ecc_volatile_uncorrected, sample.ecc_aggregate_uncorrected
+    pieces: list[Piece] = [("ECC ", LABEL)]
+    if info.ecc_enabled is False:
+        return [*pieces, ("off", DIM)]
+    if vol is None and agg is None:
+        return [*pieces, (NA, DIM)]
+    bad = (vol or 0) > 0 or (agg or 0) > 0
+    if long:
+        text = f"uncorrected {_count(vol)}/{_count(agg)}"
+        pieces.append((text + ("!" if bad else ""), BAD if bad else OK))
+        cv, ca = sample.ecc_volatile_corrected, sample.ecc_aggregate_corrected
+        if cv is not None or ca is not None:
+            pieces.append((f"  corrected {_count(cv)}/{_count(ca)}", LABEL))
+        pieces.append(("  (volatile/aggregate)", DIM))
+    elif bad:
+        pieces.append((f"{_count(vol)}/{_count(agg)}!", BAD))
+    else:
+        pieces.append(("ok", OK))
+    if sample.remapped_rows_failure:
+        pieces.append((" row remap failed!", BAD))
+    elif sample.remapped_rows_pending or sample.retired_pages_pending:
+        pieces.append((" reset pending!", BAD))
+    return pieces
+
+
+def _count(value: int | None) -> str:
+    return NA if value is None else str(value)
+
+
+def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> list[Piece]:
+    """Active throttle reasons in words, trouble first and highlighted (with a ``!`` so the
+    highlight survives NO_COLOR)."""
+    if reasons is None:
+        return [(NA, DIM)] if long else []
+    if not reasons:
+        return [("none", DIM)] if long else []
+    ordered = sorted(reasons, key=lambda r: (r not in THROTTLE_TROUBLE, r))
+    pieces: list[Piece] = []
+    for i, reason in enumerate(ordered):
+        if i:
+            pieces.append((", ", LABEL))
+        words = THROTTLE_REASONS.get(reason, reason.replace("_", " "))
+        if reason in THROTTLE_TROUBLE:
+            pieces.append((words + "!", BAD))
+        else:
+            pieces.append((words, DIM if reason == "gpu_idle" else VALUE))
+    return pieces
+
+
+def mig_summary(devices: Sequence[MigDeviceInfo]) -> str:
+    """``MIG 2×3g.40gb 1×1g.10gb``."""
+    counts: dict[str, int] = {}
+    for dev in devices:
+        counts[dev.name or "slice"] = counts.get(dev.name or "slice", 0) + 1
+    return "MIG " + " ".join(f"{n}×{name}" for name, n in counts.items())
+
+
+def flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
+    """As many whole items as fit in ``width``, separated by ``sep``."""
+    b = LineBuilder()
+    for item in items:
+        w = sum(len(t) for t, _ in item)
+        if not w:
+            continue
+        extra = len(sep) if b.width else 0
+        if b.width + extra + w > width:
+            continue
+        if extra:
+            b.add(sep)
+        b.extend(item)
+    return b.pieces

@@ -1,0 +1,153 @@
+"""Promises the code makes to the next person who changes it (see docs/architecture.md): no
+import circles, a core that does not need Textual, small modules, one version number."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import gputui
+
+SRC = Path(gputui.__file__).resolve().parent
+MAX_LINES = 700
+
+
+def module_names() -> dict[str, Path]:
+    """Dotted name -> file of every module in the package."""
+    names: dict[str, Path] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def run_time_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The gputui modules ``name`` imports when it runs: at the top, in functions, anywhere but
+    under ``if TYPE_CHECKING:``."""
+    found: set[str] = set()
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+    def statements(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    yield other
+                    yield from statements(other)
+                continue
+            yield child
+            yield from statements(child)
+
+    for node in statements(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "gputui")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[: len(package) - (node.level - 1)]
+                base = ".".join([*parent, base] if base else parent)
+            if base.split(".")[0] != "gputui":
+                continue
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in modules else base)
+    found.discard(name)
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_run_time_import_circle() -> None:
+    modules = module_names()
+    graph = {name: run_time_imports(name, path, modules) for name, path in modules.items()}
+    assert "gputui.session" in graph["gputui.commands.check"]  # the walk sees imports at all
+    assert import_cycles(graph) == []
+
+
+def test_the_core_does_not_import_textual() -> None:
+    """Every module outside ``gputui.tui`` imports without Textual (the exporter, ``check`` and
+    ``snapshot`` stay light); reported is the first module whose import pulled it in."""
+    core = [
+        name
+        for name in module_names()
+        if not name.startswith("gputui.tui") and name not in ("gputui.__main__",)
+    ]
+    script = (
+        "import importlib, sys\n"
+        f"for name in {core!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    if 'textual' in sys.modules:\n"
+        "        print(name)\n"
+        "        break\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"{result.stdout.strip()} imports Textual"
+
+
+def test_no_source_file_over_the_limit() -> None:
+    sizes = {
+        str(path.relative_to(SRC)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in module_names().values()
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_version_is_written_once() -> None:
+    assert importlib.metadata.version("gputui") == gputui.__version__
+    pyproject = (SRC.parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert gputui.__version__ not in pyproject
