@@ -84,9 +84,21 @@ class GpuInfo:
     memory_clock_max_mhz: int | None = None
     graphics_clock_max_mhz: int | None = None
     pcie_max_gen: int | None = None
+    """The highest PCIe generation the GPU *and its slot / host* allow: what the link should
+    train to (NVML ``MaxPcieLinkGeneration``). Health judges the link against this."""
     pcie_max_width: int | None = None
+    pcie_gpu_max_gen: int | None = None
+    """What the GPU alone supports (NVML ``GpuMaxPcieLinkGeneration``), shown as information: a
+    Gen5 GPU in a Gen4 host is normal, not a fault."""
     temperature_slowdown_c: float | None = None
+    """Limit of the main sensor (``GpuSample.temperature_gpu_c``): NVIDIA's slowdown threshold,
+    AMD's edge critical temperature (or the hotspot's where the GPU reports it as its main one)."""
     temperature_shutdown_c: float | None = None
+    temperature_hotspot_limit_c: float | None = None
+    """Limit of the hotspot / junction sensor (``temperature_hotspot_c``)."""
+    temperature_memory_limit_c: float | None = None
+    """Limit of the memory (HBM / VRAM) sensor (``temperature_memory_c``): NVML's
+    ``NVML_TEMPERATURE_THRESHOLD_MEM_MAX``, AMD's VRAM critical temperature."""
     fan_count: int | None = None
     mig_enabled: bool | None = None
     mig_devices: tuple[MigDeviceInfo, ...] = ()
@@ -105,8 +117,11 @@ class LinkInfo:
     kind: str
     """``nvlink`` or ``xgmi``."""
     version: int | None = None
+    """The link generation as its users name it: NVLink 4 on H100 is ``4`` (NVML reports an enum
+    that is not the version number; adapters decode it)."""
     speed_gbps: float | None = None
-    """Link speed in Gb/s per direction, as the library reports it."""
+    """Speed of the whole link (all its lanes) in Gb/s per direction, so NVLink and XGMI compare:
+    an H100 NVLink 4 link is 200 Gb/s (25 GB/s), an MI300X XGMI link 512 Gb/s (64 GB/s)."""
     remote_type: str | None = None
     """``gpu``, ``switch`` (NVSwitch), ``cpu`` or None when unknown."""
     remote_gpu_index: int | None = None
@@ -273,6 +288,9 @@ class ProcessSample:
     start_time: float | None = None
     container_id: str | None = None
     mig_uuid: str | None = None
+    exited: bool = False
+    """The process had exited by the time its host facts were read (it was listed by the driver
+    a moment earlier): not somebody else's job, and soon gone."""
 
     def running_for(self, now: float) -> float | None:
         """Seconds since the process started, as of ``now`` (a snapshot's timestamp)."""
