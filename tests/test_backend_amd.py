@@ -37,6 +37,7 @@ from gputui.backends.amd import (
     local_cpulist,
     pci_sysfs_name,
 )
+from gputui.backends.amd.links import xgmi_link_gbps
 from gputui.backends.base import BackendUnavailable
 from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS, LinkSample
 
@@ -210,7 +211,11 @@ def test_static_info_and_unit_conversions():
     assert gpu.sm_clock_max_mhz == gpu.graphics_clock_max_mhz == 1700
     assert gpu.memory_clock_max_mhz == 1600
     assert (gpu.pcie_max_gen, gpu.pcie_max_width) == (4, 16)
-    assert (gpu.temperature_slowdown_c, gpu.temperature_shutdown_c) == (105.0, 110.0)
+    # The edge sensor's limit: temperature_gpu_c is the edge temperature on this GPU.
+    assert (gpu.temperature_slowdown_c, gpu.temperature_shutdown_c) == (100.0, 110.0)
+    assert gpu.temperature_hotspot_limit_c == 105.0
+    assert gpu.temperature_memory_limit_c == 95.0
+    assert gpu.pcie_gpu_max_gen is None  # amdsmi has one maximum: the link's
     assert gpu.ecc_enabled is True
     assert gpu.mig_enabled is None
     assert gpu.vbios_version == "113-D67301-063"
@@ -340,6 +345,58 @@ def test_na_and_all_ones_sentinels_become_none():
     assert sample.temperature_gpu_c == 52.0  # the rest still reads
 
 
+def test_each_temperature_limit_belongs_to_its_own_sensor():
+    """A card at 114 °C junction with a 110 °C junction limit must not read as "far below its
+    limit" because the edge (80 °C) is compared with it, or the junction with the edge's."""
+    temps = {
+        ("EDGE", "CURRENT"): 80,
+        ("HOTSPOT", "CURRENT"): 114,
+        ("VRAM", "CURRENT"): 90,
+        ("EDGE", "CRITICAL"): 100,
+        ("HOTSPOT", "CRITICAL"): 110,
+        ("HOTSPOT", "EMERGENCY"): 115,
+        ("VRAM", "CRITICAL"): 105,
+    }
+    _fake, backend, node = opened(w7900_gpu(temps=temps))
+    info = node.gpus[0]
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert (sample.temperature_gpu_c, info.temperature_slowdown_c) == (80.0, 100.0)
+    assert (sample.temperature_hotspot_c, info.temperature_hotspot_limit_c) == (114.0, 110.0)
+    assert (sample.temperature_memory_c, info.temperature_memory_limit_c) == (90.0, 105.0)
+
+
+def test_mi300_main_temperature_limit_is_the_hotspots():
+    fake, backend, node = opened(mi300x_gpu())
+    info = node.gpus[0]
+    # No EDGE sensor: the hotspot is the GPU temperature, so its limit is the main one.
+    assert info.temperature_slowdown_c == info.temperature_hotspot_limit_c == 100.0
+    assert info.temperature_memory_limit_c == 95.0
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert sample.temperature_gpu_c == sample.temperature_hotspot_c == 45.0
+    # The limits are read once, at open.
+    limits = fake.calls["amdsmi_get_temp_metric"]
+    backend.read_gpus(T0 + 1, slow=False)
+    assert fake.calls["amdsmi_get_temp_metric"] - limits == 2  # HOTSPOT and VRAM, CURRENT
+
+
+def test_an_edge_sensor_without_a_limit_leaves_the_main_limit_unknown():
+    temps = {
+        ("EDGE", "CURRENT"): 52,
+        ("HOTSPOT", "CURRENT"): 61,
+        ("HOTSPOT", "CRITICAL"): 105,
+    }
+    _fake, _backend, node = opened(mi210_gpu(temps=temps))
+    info = node.gpus[0]
+    assert info.temperature_slowdown_c is None  # never the hotspot's limit for the edge reading
+    assert info.temperature_hotspot_limit_c == 105.0
+    assert info.temperature_memory_limit_c is None
+
+
+def test_compute_units_fill_sm_count():
+    _fake, _backend, node = opened(mi300x_gpu())
+    assert node.gpus[0].sm_count == 304
+
+
 def test_mi300_uses_hotspot_for_gpu_temperature_and_current_power():
     fake, backend, node = opened(mi300x_gpu())
     assert node.gpus[0].architecture == "CDNA3"
@@ -439,14 +496,72 @@ def test_lost_gpu_is_isolated_and_can_come_back():
     assert not again.lost and again.utilization_gpu_pct == 87.0
 
 
-def test_driver_unloaded_after_init_marks_every_gpu_lost():
+def test_driver_unloaded_after_init_is_an_error_on_every_gpu_not_a_loss():
     a, b = mi210_gpu(), mi210_gpu(bdf="0000:83:00.0")
     _fake, backend, _node = opened(a, b)
     for gpu in (a, b):
         gpu.lost, gpu.lost_code = True, STATUS["DRIVER_NOT_LOADED"]
     samples = backend.read_gpus(T0, slow=False)
-    assert [s.lost for s in samples] == [True, True]
+    assert [s.lost for s in samples] == [False, False]
+    assert [s.error for s in samples] == ["AMD-SMI: amdgpu driver not loaded"] * 2
     assert backend.read_processes(T0) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        ("DRIVER_NOT_LOADED", "AMD-SMI: amdgpu driver not loaded"),
+        ("NOT_INIT", "AMD-SMI: library not initialized"),
+        ("UNKNOWN_ERROR", "AMD-SMI: unknown error"),
+        ("AMDGPU_RESTART_ERR", "AMD-SMI: amdgpu driver restart failed (see dmesg)"),
+    ],
+)
+def test_driver_not_answering_mid_run_is_a_gpu_error_retried_every_read(status, message):
+    a = mi210_gpu(processes=[FakeAmdProcess(pid=10, vram_mem=GiB)])
+    b = mi210_gpu(bdf="0000:83:00.0")
+    fake, backend, _node = opened(a, b)
+    assert [s.error for s in backend.read_gpus(T0, slow=True)] == [None, None]
+    remembered = len(backend._calls.unsupported)
+    a.fail_code = STATUS[status]  # from this tick on, every call for GPU 0 fails
+    for tick in (1, 2):
+        before = sum(n for (_fn, index), n in fake.gpu_calls.items() if index == 0)
+        first, second = backend.read_gpus(T0 + tick, slow=tick == 1)
+        assert first.error == message
+        assert first.lost is False  # it did not fall off the bus
+        for name in ("utilization_gpu_pct", "power_w", "temperature_gpu_c", *SLOW_SAMPLE_FIELDS):
+            assert getattr(first, name) is None, name
+        after = sum(n for (_fn, index), n in fake.gpu_calls.items() if index == 0)
+        assert after > before  # asked again: nothing was taken as unsupported
+        assert second.error is None and second.utilization_gpu_pct == 87.0
+    assert len(backend._calls.unsupported) == remembered
+    assert backend.read_processes(T0 + 2) == []
+    a.fail_code = None  # the driver answers again
+    first, _second = backend.read_gpus(T0 + 3, slow=True)
+    assert first.error is None and not first.lost and first.utilization_gpu_pct == 87.0
+    assert [p.pid for p in backend.read_processes(T0 + 3)] == [10]
+
+
+def test_driver_unloaded_in_the_middle_of_a_read_is_an_error_at_once():
+    gpu = mi210_gpu()
+    _fake, backend, _node = opened(gpu)
+    gpu.fail_code, gpu.fail_after = STATUS["DRIVER_NOT_LOADED"], gpu.call_count + 2
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert sample.error == "AMD-SMI: amdgpu driver not loaded" and not sample.lost
+
+
+def test_one_odd_unknown_error_among_answers_is_not_a_gpu_error():
+    _fake, backend, _node = opened(mi210_gpu(errors={"amdsmi_get_power_info": UINT32_MAX}))
+    (sample,) = backend.read_gpus(T0, slow=False)
+    assert sample.error is None and sample.power_w is None
+    assert sample.utilization_gpu_pct == 87.0
+
+
+def test_not_supported_everywhere_stays_quiet_not_an_error():
+    gpu = mi210_gpu()
+    _fake, backend, _node = opened(gpu)
+    gpu.fail_code = STATUS["NOT_SUPPORTED"]
+    (sample,) = backend.read_gpus(T0, slow=True)
+    assert sample.error is None and not sample.lost and sample.utilization_gpu_pct is None
 
 
 def test_one_odd_not_found_does_not_mark_a_healthy_gpu_lost():
@@ -634,7 +749,7 @@ def test_mi300x_links_match_their_remote_gpus():
         assert {link.remote_gpu_index for link in links} == set(range(8)) - {gpu}
         for link in links:
             assert link.kind == "xgmi"
-            assert link.speed_gbps == 32.0
+            assert link.speed_gbps == 512.0  # 16 lanes x 32 Gb/s: 64 GB/s each way
             assert link.version is None
             assert link.remote_type == "gpu"
             assert link.remote_pci_bus_id == MI300X_BDFS[link.remote_gpu_index]
@@ -730,6 +845,61 @@ def test_gpu_lost_during_topology_discovery_still_opens():
     assert node.topology.locality[1].numa_node is None
     lost = backend.read_gpus(T0, slow=True)[1]
     assert lost.lost
+
+
+@pytest.mark.parametrize(
+    ("bit_rate", "max_bandwidth", "lanes", "gbps"),
+    [
+        (32, 512, 16, 512.0),  # MI300X: 16 lanes x 32 Gb/s
+        (32, 16, 16, 512.0),
+        (32, 512, None, 512.0),  # no lane count: amdsmi 7's max_bandwidth is the link's Gb/s
+        (32, 16, None, 512.0),  # older amdsmi put the link width there
+        (25, 16, None, 400.0),  # MI250X: x16 at 25 Gb/s
+        (16, 16, None, 256.0),
+        ("N/A", 512, None, 512.0),
+        ("N/A", 16, None, None),
+        (0, 16, 16, None),  # an unset entry
+        (32, 0, None, None),
+        (32, "N/A", None, None),
+    ],
+)
+def test_xgmi_link_speed_is_the_whole_link(bit_rate, max_bandwidth, lanes, gbps):
+    assert xgmi_link_gbps(bit_rate, max_bandwidth, lanes) == gbps
+
+
+@pytest.mark.parametrize(
+    ("lanes", "max_bandwidth", "gbps"),
+    [(16, 512, 512.0), (None, 512, 512.0), (None, 16, 512.0), (112, 16, 512.0)],
+)
+def test_mi300x_link_speed_from_the_lane_count_or_max_bandwidth(lanes, max_bandwidth, gbps):
+    fake = mi300x_node(count=2)
+    for gpu in fake.gpus:
+        gpu.xgmi_lanes = lanes  # None: amdsmi_get_xgmi_info answers NOT_SUPPORTED
+        for link in gpu.xgmi_links:
+            link.max_bandwidth = max_bandwidth
+    _backend, node = open_node(fake)
+    assert {link.speed_gbps for link in node.topology.links} == {gbps}
+
+
+def test_xgmi_info_is_read_once_and_only_where_there_are_links():
+    fake = make_fake_amdsmi([mi300x_gpu(bdf="0000:05:00.0"), mi210_gpu(bdf="0000:83:00.0")])
+    backend, _node = open_node(fake)
+    for tick in range(3):
+        backend.read_gpus(T0 + tick, slow=True)
+    assert fake.gpu_calls["amdsmi_get_xgmi_info", 0] == 1
+    assert fake.gpu_calls["amdsmi_get_xgmi_info", 1] == 0
+
+
+def test_numa_node_comes_from_the_pci_devices_sysfs(monkeypatch, tmp_path):
+    for bdf, node in (("0000:05:00.0", "1"), ("0000:26:00.0", "-1")):
+        device = tmp_path / bdf
+        device.mkdir()
+        (device / "numa_node").write_text(node + "\n")
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path)
+    fake = mi300x_node(count=3)  # amdsmi says 0, 0, 1
+    _backend, node = open_node(fake)
+    # sysfs 1 wins; -1 (unknown) there leaves amdsmi's answer; no sysfs entry: amdsmi's.
+    assert [loc.numa_node for loc in node.topology.locality] == [1, 0, 1]
 
 
 def test_topology_unlisted_pair_with_link_type_zero_is_unknown():

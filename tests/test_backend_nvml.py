@@ -54,6 +54,22 @@ FAST_FIELDS_OF_INTEREST = (
 
 
 @pytest.fixture(autouse=True)
+def _no_host_sysfs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The fakes' bus ids may exist on the test machine: never read its real sysfs."""
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+
+
+def fake_sysfs(monkeypatch: pytest.MonkeyPatch, root, devices: dict[str, dict[str, str]]) -> None:
+    """A sysfs PCI device tree under ``root``: bus id -> {attribute file: content}."""
+    for bus_id, files in devices.items():
+        device = root / bus_id
+        device.mkdir(parents=True)
+        for name, content in files.items():
+            (device / name).write_text(content + "\n")
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", root)
+
+
+@pytest.fixture(autouse=True)
 def _close_backends(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[NvmlBackend]]:
     """Short event waits, and every backend a test opened closed afterwards (no thread left)."""
     monkeypatch.setattr(NvmlBackend, "event_wait_ms", 20)
@@ -206,9 +222,12 @@ def test_static_info_is_converted() -> None:
     assert (info.power_min_limit_w, info.power_max_limit_w) == (200.0, 700.0)
     assert (info.sm_clock_max_mhz, info.memory_clock_max_mhz) == (1980, 2619)
     assert info.graphics_clock_max_mhz == 1980
-    assert info.pcie_max_gen == 5  # the GPU's capability, not the slot's (4)
+    assert info.pcie_max_gen == 4  # what GPU and slot allow: a Gen5 GPU in a Gen4 host
+    assert info.pcie_gpu_max_gen == 5  # the GPU's own capability
     assert info.pcie_max_width == 16
     assert (info.temperature_slowdown_c, info.temperature_shutdown_c) == (87.0, 92.0)
+    assert info.temperature_memory_limit_c == 95.0  # MEM_MAX: the HBM sensor's limit
+    assert info.temperature_hotspot_limit_c is None  # NVML has no hotspot sensor
     assert info.fan_count == 2
     assert info.mig_enabled is False
     assert info.mig_devices == ()
@@ -222,6 +241,102 @@ def test_static_info_is_converted() -> None:
 def test_pcie_max_gen_falls_back_to_the_system_maximum(how: str) -> None:
     node = NvmlBackend(make_fake_nvml(1, **{how: {"nvmlDeviceGetGpuMaxPcieLinkGeneration"}})).open()
     assert node.gpus[0].pcie_max_gen == 4
+
+
+@pytest.mark.parametrize(
+    ("host", "gpu", "max_gen", "gpu_max_gen"),
+    [
+        (4, 5, 4, 5),  # a Gen5 GPU in a Gen4 host: the link should train to Gen4
+        (5, 5, 5, 5),
+        (4, 4, 4, 4),
+        (None, 5, 5, 5),  # no host-limited call: the GPU's own maximum stands in
+        (4, None, 4, None),
+        (None, None, None, None),
+    ],
+)
+def test_pcie_max_gen_is_host_limited_and_the_gpu_maximum_is_kept_apart(
+    host: int | None, gpu: int | None, max_gen: int | None, gpu_max_gen: int | None
+) -> None:
+    fake = make_fake_nvml([FakeGpu(pcie_max_gen=host, gpu_max_pcie_gen=gpu)])
+    (info,) = NvmlBackend(fake).open().gpus
+    assert (info.pcie_max_gen, info.pcie_gpu_max_gen) == (max_gen, gpu_max_gen)
+    assert fake.calls["nvmlDeviceGetMaxPcieLinkGeneration"] == 1
+    assert fake.calls["nvmlDeviceGetGpuMaxPcieLinkGeneration"] == 1
+
+
+def test_pcie_maxima_are_read_once_at_open() -> None:
+    backend, fake = open_backend(1)
+    for t in range(3):
+        backend.read_gpus(float(t), slow=t % 2 == 0)
+    for name in (
+        "nvmlDeviceGetMaxPcieLinkGeneration",
+        "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+        "nvmlDeviceGetMaxPcieLinkWidth",
+        "nvmlDeviceGetTemperatureThreshold",
+    ):
+        assert fake.calls[name] == (3 if name.endswith("Threshold") else 1), name
+
+
+@pytest.mark.parametrize(("memory_max", "limit"), [(95, 95.0), (None, None), (0, None)])
+def test_memory_temperature_limit_is_the_hbm_sensors_own(
+    memory_max: int | None, limit: float | None
+) -> None:
+    fake = make_fake_nvml([FakeGpu(temp_memory_max=memory_max, temp_slowdown=90)])
+    (info,) = NvmlBackend(fake).open().gpus
+    assert info.temperature_memory_limit_c == limit
+    assert info.temperature_slowdown_c == 90.0  # the GPU sensor's, whatever the memory's
+    assert info.temperature_hotspot_limit_c is None
+    thresholds = {args[1] for args in fake.args_of("nvmlDeviceGetTemperatureThreshold")}
+    assert pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX in thresholds
+
+
+@pytest.mark.parametrize(
+    ("name", "cc", "cores", "sms"),
+    [
+        ("NVIDIA H100 80GB HBM3", (9, 0), 16896, 132),  # 128 cores per SM
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 6912, 108),  # 64 cores per SM
+        ("NVIDIA GeForce RTX 4090", (8, 9), 16384, 128),
+        ("Tesla V100-SXM2-16GB", (7, 0), 5120, 80),
+        ("NVIDIA GeForce RTX 3090", (8, 6), 10496, 82),
+        ("NVIDIA B200", (10, 0), 18944, 148),
+    ],
+)
+def test_sm_count_of_a_whole_gpu_from_its_cuda_cores(
+    name: str, cc: tuple[int, int], cores: int, sms: int
+) -> None:
+    # nvmlDeviceGetAttributes answers only for MIG slices: NotSupported on a whole GPU.
+    gpu = FakeGpu(name=name, cuda_compute_capability=cc, num_gpu_cores=cores, sm_count=None)
+    (info,) = NvmlBackend(make_fake_nvml([gpu])).open().gpus
+    assert info.sm_count == sms
+
+
+def test_sm_count_falls_back_to_the_spec_table_for_an_exact_name() -> None:
+    gpu = FakeGpu(sm_count=None, num_gpu_cores=None)  # "NVIDIA H100 80GB HBM3", cc 9.0
+    (info,) = NvmlBackend(make_fake_nvml([gpu])).open().gpus
+    assert info.sm_count == 132
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"name": "NVIDIA Mystery GPU", "num_gpu_cores": None},  # not in the spec table
+        # the driver's compute capability contradicts the table's 9.0 for this name
+        {"cuda_compute_capability": (8, 0), "num_gpu_cores": None},
+        # 1000 cores is no whole number of 64-core SMs (and the table disagrees again)
+        {"cuda_compute_capability": (8, 0), "num_gpu_cores": 1000},
+    ],
+)
+def test_sm_count_is_none_when_nothing_confirms_it(knobs: dict) -> None:
+    gpu = FakeGpu(sm_count=None, **knobs)
+    (info,) = NvmlBackend(make_fake_nvml([gpu])).open().gpus
+    assert info.sm_count is None
+
+
+def test_sm_count_from_attributes_needs_no_core_count() -> None:
+    fake = make_fake_nvml([FakeGpu(sm_count=114, num_gpu_cores=None)])
+    (info,) = NvmlBackend(fake).open().gpus
+    assert info.sm_count == 114
+    assert fake.calls["nvmlDeviceGetNumGpuCores"] == 0
 
 
 def test_cuda_version_formatting() -> None:
@@ -512,6 +627,93 @@ def test_gpu_lost_at_open_keeps_the_others() -> None:
     first, second = backend.read_gpus(1.0, slow=False)
     assert first.lost and first.error == LOST_MESSAGE
     assert not second.lost
+
+
+# -- the library or driver stops answering --------------------------------------------------------
+
+DRIVER_ERRORS = [
+    (pynvml.NVMLError_DriverNotLoaded, "NVML: NVIDIA driver not loaded"),
+    (pynvml.NVMLError_Uninitialized, "NVML: library not initialized"),
+    (pynvml.NVMLError_Unknown, "NVML: unknown error"),
+    (
+        pynvml.NVMLError_LibRmVersionMismatch,
+        "NVML: library and kernel driver versions differ (driver updated but not reloaded)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "message"), DRIVER_ERRORS)
+def test_driver_not_answering_mid_run_is_a_gpu_error_retried_every_read(
+    error: type, message: str
+) -> None:
+    gpus = [FakeGpu(compute_processes=[FakeProcess(10)]), FakeGpu()]
+    backend, fake = open_backend(gpus)
+    assert [s.error for s in backend.read_gpus(1.0, slow=True)] == [None, None]
+    unsupported_before = len(backend._calls.unsupported)  # type: ignore[union-attr]
+    gpus[0].fail_with = error  # from this tick on, every call for GPU 0 raises it
+    for t in (2.0, 3.0):
+        before = fake.calls_on(0)
+        first, second = backend.read_gpus(t, slow=t == 2.0)
+        assert first.error == message
+        assert first.lost is False  # not "fell off the bus"
+        assert (first.index, first.timestamp) == (0, t)
+        for name in FAST_FIELDS_OF_INTEREST + SLOW_SAMPLE_FIELDS:
+            assert getattr(first, name) is None, name
+        assert fake.calls_on(0) > before  # asked again: nothing was taken as unsupported
+        assert second.error is None and second.power_w == 350.0
+    assert len(backend._calls.unsupported) == unsupported_before  # type: ignore[union-attr]
+    assert backend.read_processes(3.0) == []
+    gpus[0].fail_with = None  # the driver answers again
+    first, second = backend.read_gpus(4.0, slow=True)
+    assert first.error is None and not first.lost
+    assert first.power_w == 350.0 and first.temperature_gpu_c == 45.0
+    assert [p.pid for p in backend.read_processes(4.0)] == [10]
+
+
+def test_driver_unloaded_in_the_middle_of_a_read_is_an_error_at_once() -> None:
+    backend, fake = open_backend([FakeGpu(), FakeGpu()])
+    fake.gpus[1].fail_with = pynvml.NVMLError_DriverNotLoaded
+    fake.gpus[1].fail_after = fake.gpus[1].call_count + 3  # some calls answered first
+    first, second = backend.read_gpus(1.0, slow=False)
+    assert first.error is None
+    assert second.error == "NVML: NVIDIA driver not loaded" and not second.lost
+    assert second.power_w is None
+
+
+def test_one_odd_unknown_error_among_answers_is_not_a_gpu_error() -> None:
+    gpu = FakeGpu(errors={"nvmlDeviceGetPowerUsage": pynvml.NVMLError_Unknown})
+    backend, _ = open_backend([gpu])
+    (sample,) = backend.read_gpus(1.0, slow=False)
+    assert sample.error is None and sample.power_w is None
+    assert sample.temperature_gpu_c == 45.0
+
+
+def test_not_supported_everywhere_stays_quiet_not_an_error() -> None:
+    backend, fake = open_backend([FakeGpu()])
+    fake.gpus[0].fail_with = pynvml.NVMLError_NotSupported
+    (sample,) = backend.read_gpus(1.0, slow=True)
+    assert sample.error is None and not sample.lost and sample.power_w is None
+
+
+def test_gpu_is_lost_is_still_lost_not_a_driver_error() -> None:
+    backend, fake = open_backend([FakeGpu(), FakeGpu()])
+    fake.gpus[0].fail_with = NVMLError_GpuIsLost
+    first, _ = backend.read_gpus(1.0, slow=False)
+    assert first.lost and first.error == LOST_MESSAGE
+
+
+def test_rates_start_again_after_the_driver_comes_back() -> None:
+    gpu = FakeGpu(pcie_tx_bytes=0)
+    backend, _ = open_backend([gpu])
+    backend.read_gpus(1.0, slow=True)
+    gpu.fail_with = pynvml.NVMLError_DriverNotLoaded
+    assert backend.read_gpus(2.0, slow=True)[0].error is not None
+    gpu.fail_with = None
+    gpu.pcie_tx_bytes = 10_000  # whatever the counter says now, it is a new baseline
+    (sample,) = backend.read_gpus(3.0, slow=True)
+    assert sample.error is None and sample.pcie_tx_bytes_per_s is None
+    gpu.pcie_tx_bytes += 1000
+    assert backend.read_gpus(4.0, slow=True)[0].pcie_tx_bytes_per_s == 1000.0
 
 
 # -- fallbacks for older drivers and bindings ------------------------------------------------------
@@ -1075,17 +1277,19 @@ def open_topology(fake: FakeNvml) -> tuple[NvmlBackend, Topology]:
     return backend, topology
 
 
-def test_nvswitch_node_discovers_18_switch_links_per_gpu() -> None:
+def test_nvswitch_node_discovers_18_switch_links_per_gpu(monkeypatch, tmp_path) -> None:
     """8 GPUs, 18 NVLink4 links each to an NVSwitch, two NUMA nodes (GPUs 0-3 and 4-7)."""
     gpus = [
         FakeGpu(
             nvlinks=nvswitch_links(18),
             nvlink_speed_mbps=26562,
             cpu_affinity=NEAR if i < 4 else FAR,
-            numa_node=0 if i < 4 else 1,
         )
         for i in range(8)
     ]
+    # The NUMA node of each GPU's PCI device, as the kernel reports it.
+    numa = {f"0000:{0x18 + i:02x}:00.0": {"numa_node": "0" if i < 4 else "1"} for i in range(8)}
+    fake_sysfs(monkeypatch, tmp_path / "sysfs", numa)
     levels = [
         [0 if a == b else (40 if (a < 4) == (b < 4) else 50) for b in range(8)] for a in range(8)
     ]
@@ -1244,6 +1448,93 @@ def test_locality_unsupported_and_numa_function_not_found_are_none() -> None:
 def test_negative_numa_node_is_none() -> None:
     _, topology = open_topology(make_fake_nvml([FakeGpu(numa_node=-1)]))
     assert topology.locality[0].numa_node is None
+
+
+def test_numa_affinity_is_the_pci_devices_not_the_gpu_numa_id(monkeypatch, tmp_path) -> None:
+    """A Grace Hopper-like GPU: NVML's GPU NUMA ID is the node of the GPU's own memory (2);
+    the NUMA affinity ``nvidia-smi topo -m`` shows is the PCI device's node in sysfs (0)."""
+    fake_sysfs(monkeypatch, tmp_path, {"0000:18:00.0": {"numa_node": "0"}})
+    fake = make_fake_nvml([FakeGpu(numa_node=2, cpu_affinity=tuple(range(72)))])
+    _, topology = open_topology(fake)
+    (place,) = topology.locality
+    assert (place.numa_node, place.cpu_affinity) == (0, "0-71")
+    assert fake.calls["nvmlDeviceGetNumaNodeId"] == 0
+
+
+def test_cpu_affinity_falls_back_to_sysfs_local_cpulist(monkeypatch, tmp_path) -> None:
+    devices = {
+        "0000:18:00.0": {"numa_node": "1", "local_cpulist": "56-111,168-223"},
+        "0000:19:00.0": {"numa_node": "-1", "local_cpulist": "0-223"},  # no NUMA: -1
+        "0000:1a:00.0": {"numa_node": "0", "local_cpulist": "0-55"},
+    }
+    fake_sysfs(monkeypatch, tmp_path, devices)
+    gpus = [
+        FakeGpu(cpu_affinity=None),  # NVML cannot say: sysfs can
+        FakeGpu(errors={"nvmlDeviceGetCpuAffinity": pynvml.NVMLError_Unknown}),
+        FakeGpu(cpu_affinity=(0, 1, 2, 3)),  # NVML answers: its answer stands
+    ]
+    _, topology = open_topology(make_fake_nvml(gpus))
+    assert [(p.cpu_affinity, p.numa_node) for p in topology.locality] == [
+        ("56-111,168-223", 1),
+        ("0-223", None),
+        ("0-3", 0),
+    ]
+
+
+def test_no_sysfs_means_unknown_locality() -> None:
+    _, topology = open_topology(make_fake_nvml([FakeGpu(numa_node=0)]))
+    assert (topology.locality[0].cpu_affinity, topology.locality[0].numa_node) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("content", "node"),
+    [("0", 0), ("1\n", 1), ("-1", None), ("", None), ("x", None), (None, None)],
+)
+def test_pci_numa_node_reads_sysfs(tmp_path, content: str | None, node: int | None) -> None:
+    from gputui.pci import numa_node
+
+    device = tmp_path / "0000:c1:00.0"
+    device.mkdir()
+    if content is not None:
+        (device / "numa_node").write_text(content)
+    assert numa_node("00000000:C1:00.0", root=tmp_path) == node
+    assert numa_node("0000:03:00.0", root=tmp_path) is None
+    assert numa_node(None, root=tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "version"),
+    [
+        (pynvml.NVML_NVLINK_VERSION_1_0, 1),
+        (pynvml.NVML_NVLINK_VERSION_2_0, 2),
+        (pynvml.NVML_NVLINK_VERSION_2_2, 2),
+        (pynvml.NVML_NVLINK_VERSION_3_0, 3),
+        (pynvml.NVML_NVLINK_VERSION_3_1, 3),
+        (pynvml.NVML_NVLINK_VERSION_4_0, 4),
+        (pynvml.NVML_NVLINK_VERSION_5_0, 5),
+        (pynvml.NVML_NVLINK_VERSION_INVALID, None),
+        (99, None),
+    ],
+)
+def test_nvlink_version_enum_is_decoded_to_the_generation(raw: int, version: int | None) -> None:
+    links = [FakeLink(version=raw), FakeLink(version=raw)]
+    _, topology = open_topology(make_fake_nvml([FakeGpu(nvlinks=links)]))
+    assert [link.version for link in topology.links] == [version, version]
+
+
+def test_h100_nvlink_reads_as_nvlink_4_not_the_raw_enum() -> None:
+    assert pynvml.NVML_NVLINK_VERSION_4_0 == 6  # what an H100 answers
+    _, topology = open_topology(make_fake_nvml([FakeGpu(nvlinks=nvswitch_links(2))]))
+    assert {link.version for link in topology.links} == {4}
+
+
+def test_nvlink_speed_is_per_link_per_direction() -> None:
+    """Field 90 is the common speed of one active link, one way, in MB/s (nvidia-smi prints
+    26.562 GB/s per H100 link): 212.5 Gb/s per link, not the sum over the 18 links."""
+    gpu = FakeGpu(nvlinks=nvswitch_links(18), nvlink_speed_mbps=26562)
+    _, topology = open_topology(make_fake_nvml([gpu]))
+    assert [link.speed_gbps for link in topology.links] == [pytest.approx(212.496)] * 18
+    assert (topology.links[0].speed_gbps or 0) / 8 == pytest.approx(26.562)  # GB/s, one way
 
 
 @pytest.mark.parametrize(

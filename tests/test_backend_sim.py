@@ -365,6 +365,53 @@ def test_mi300x_reports_like_amd() -> None:
     assert max(xgmi) >= 100e9
 
 
+@pytest.mark.parametrize(
+    ("scenario", "slowdown", "hotspot", "memory"),
+    [
+        ("dgx-h100", 89.0, None, 95.0),  # NVML: MEM_MAX for HBM3, no hotspot sensor
+        ("faulty", 89.0, None, 95.0),
+        ("a100-pcie", 89.0, None, 95.0),
+        ("rtx4090", 90.0, None, None),  # GeForce: no memory or hotspot limit
+        ("mi300x", 100.0, 100.0, 95.0),  # no edge sensor: the main limit is the hotspot's
+    ],
+)
+def test_every_sensor_has_its_own_limit(
+    scenario: str, slowdown: float, hotspot: float | None, memory: float | None
+) -> None:
+    for info in sim(scenario).open().gpus:
+        assert info.temperature_slowdown_c == slowdown
+        assert info.temperature_hotspot_limit_c == hotspot
+        assert info.temperature_memory_limit_c == memory
+        assert info.temperature_slowdown_c < (info.temperature_shutdown_c or 0)
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_pcie_gpu_maximum_is_reported_and_at_least_the_links(scenario: str) -> None:
+    for info in sim(scenario).open().gpus:
+        assert info.pcie_gpu_max_gen is not None and info.pcie_max_gen is not None
+        assert info.pcie_gpu_max_gen >= info.pcie_max_gen
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_healthy_boards_stay_clear_of_every_temperature_limit(scenario: str) -> None:
+    """More than 5 °C below each sensor's limit for ten minutes (the health rule warns within 5),
+    except the faulty node's hot GPU, which is meant to be over."""
+    backend = sim(scenario)
+    node = backend.open()
+    for t in times(0.0, 600.0, 5.0):
+        for s in backend.read_gpus(T0 + t, slow=False):
+            info = node.gpu(s.index)
+            if s.lost or info is None or (scenario == "faulty" and s.index == 5):
+                continue
+            for reading, limit in (
+                (s.temperature_gpu_c, info.temperature_slowdown_c),
+                (s.temperature_hotspot_c, info.temperature_hotspot_limit_c),
+                (s.temperature_memory_c, info.temperature_memory_limit_c),
+            ):
+                if reading is not None and limit is not None:
+                    assert reading < limit - 5, (s.index, t, reading, limit)
+
+
 # -- faults --------------------------------------------------------------------------------------
 
 

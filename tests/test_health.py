@@ -321,18 +321,18 @@ def test_other_processes() -> None:
     s = snap((sample(memory_used_bytes=40 * GIB),), processes=(theirs,))
     (f,) = run("other_processes", s)
     assert f.severity == "info" and "3038655" in f.message and "ana" in f.message
-    assert "40.0 GB" in f.message
-    (f,) = run("other_processes", s, HealthConfig(pre_job=True, current_user="me"))
+    assert "40.0 GiB" in f.message  # a GiB figure is labelled GiB
+    (f,) = run("other_processes", s, HealthConfig(require_idle=True, current_user="me"))
     assert f.severity == "fail"
     # memory in use that no visible process accounts for (another container)
     hidden = snap((sample(memory_used_bytes=5 * GIB),))
-    (f,) = run("other_processes", hidden, HealthConfig(pre_job=True, current_user="me"))
+    (f,) = run("other_processes", hidden, HealthConfig(require_idle=True, current_user="me"))
     assert f.severity == "fail" and "not visible" in f.message
     # near miss: my own process, a little driver memory
     mine = snap((sample(memory_used_bytes=10 * GIB + 500),), processes=(proc(user="me"),))
-    assert run("other_processes", mine, HealthConfig(pre_job=True, current_user="me")) == []
+    assert run("other_processes", mine, HealthConfig(require_idle=True, current_user="me")) == []
     small = snap((sample(memory_used_bytes=512 * 1024**2),))
-    assert run("other_processes", small, HealthConfig(pre_job=True, current_user="me")) == []
+    assert run("other_processes", small, HealthConfig(require_idle=True, current_user="me")) == []
 
 
 def test_driver_cuda() -> None:
@@ -554,7 +554,7 @@ def test_torch_cuda_version_no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_faulty_node_end_to_end() -> None:
     sampler = fake_clock_sampler("faulty")
-    monitor = HealthMonitor(HealthConfig(pre_job=True), env={})
+    monitor = HealthMonitor(HealthConfig(require_idle=True), env={})
     sampler.health = monitor
     for _ in range(6):
         sampler.poll()

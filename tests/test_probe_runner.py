@@ -189,6 +189,31 @@ def test_busy_gpu_is_refused_without_force(fake) -> None:
     assert forced.exit_code == 1 and forced.judged[0].verdict == V.LOW  # 100 of 989 TFLOPS
 
 
+def test_lost_and_unanswering_gpus_are_refused_even_with_force(fake) -> None:
+    lost = GpuSample(1, 0.0, lost=True, error="GPU has fallen off the bus")
+    gpus = (GpuSample(0, 0.0, memory_used_bytes=0), lost)
+    snapshot = Snapshot(0.0, NODE, gpus, ())
+    report = R.probe_node(
+        node=NODE, snapshot=snapshot, command=fake, force=True, tests=["matmul_bf16"]
+    )
+    (refused,) = report.refused
+    assert "GPU 1" in refused and "lost" in refused and "fallen off the bus" in refused
+    assert "--force" in refused
+    assert list(report.runs) == [0] and [j.gpu for j in report.judged] == [0]  # GPU 0 still runs
+    assert report.exit_code == 2  # the probe could not run on GPU 1
+    assert report.to_dict()["refused"] == [refused] and set(report.specs) == {0}
+    # Every selected GPU unusable: nothing is probed at all, busy or forced.
+    silent = GpuSample(0, 0.0, error="NVML: Unknown Error")
+    nothing = Snapshot(0.0, NODE, (silent, lost), ())
+    for force in (False, True):
+        report = R.probe_node(node=NODE, snapshot=nothing, command=fake, force=force)
+        assert report.exit_code == 2 and not report.runs and not report.judged
+        assert len(report.refused) == 2
+        silent_why = report.refused[0]
+        assert "GPU 0 is not answering" in silent_why and "Unknown Error" in silent_why
+    assert R.unusable_reason(_snapshot(), 0) is None
+
+
 def test_node_relative_low_and_json_shape(fake, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_VALUE_cuda_0", "800")  # GPU 1 (cuda:0 in PCI order)
     monkeypatch.setenv("FAKE_VALUE_cuda_1", "650")  # GPU 0: 19% below, 66% of spec
@@ -298,13 +323,54 @@ def test_summary_line_with_telemetry() -> None:
 # -- the command line ------------------------------------------------------------------------
 
 
-def test_demo_probes_the_cpu_and_says_so(fake, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(R.ProbeRunner, "__init__", _with_command(fake))
+def _no_runner(monkeypatch) -> None:
+    def refuse(self, *args, **kw) -> None:
+        raise AssertionError("no probe worker may start")
+
+    monkeypatch.setattr(R.ProbeRunner, "__init__", refuse)
+
+
+def test_demo_is_refused_and_points_to_cpu(monkeypatch, capsys) -> None:
+    _no_runner(monkeypatch)
     code = cli.main(["probe", "--demo", "--tests", "memory_copy,matmul_fp32"])
     out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "simulated node" in err and "cannot be probed" in err and "--cpu" in err
+    assert cli.main(["probe", "--backend", "replay:/no/such/file.gputui"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "recording" in err and "--cpu" in err
+
+
+def test_demo_with_cpu_probes_the_cpu_and_says_so(fake, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(R.ProbeRunner, "__init__", _with_command(fake))
+    code = cli.main(["probe", "--demo", "--cpu", "--tests", "memory_copy,matmul_fp32"])
+    out, err = capsys.readouterr()
     assert code == 0
-    assert "cannot be probed" in err and "CPU" in out and "memory_copy" in out
+    assert "CPU" in out and "memory_copy" in out
     assert "[CPU] memory_copy: 100 GB/s" in err
+    lines = out.splitlines()
+    assert lines[0].startswith("CPU run (--cpu)")  # the table's title
+    assert lines[-1].startswith("CPU run (--cpu)") and "2 results" in lines[-1]  # the summary
+
+
+def test_no_usable_gpu_is_a_failure_that_says_why(monkeypatch, capsys) -> None:
+    from gputui.commands import probe as probe_command
+    from gputui.session import BackendSpec, NoGpuError
+
+    reasons = [("NVML", "libnvidia-ml.so.1 not found"), ("AMD-SMI", "amdsmi not installed")]
+
+    def no_gpu(spec, **kw):
+        raise NoGpuError(spec, reasons)
+
+    monkeypatch.setattr(probe_command, "open_session", no_gpu)
+    _no_runner(monkeypatch)
+    assert cli.main(["probe", "--tests", "memory_copy"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no CPU run in its place
+    assert "no usable GPU" in err and "--cpu" in err
+    assert "NVML: libnvidia-ml.so.1 not found" in err and "AMD-SMI: amdsmi not installed" in err
+    assert probe_command.run(BackendSpec("nvml"), as_json=True) == 2
+    assert "cannot use nvml" in capsys.readouterr().err
 
 
 def test_probe_json_and_exit_codes(fake, monkeypatch, capsys) -> None:
@@ -312,6 +378,7 @@ def test_probe_json_and_exit_codes(fake, monkeypatch, capsys) -> None:
     assert cli.main(["probe", "--cpu", "--json", "--tests", "memory_copy"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["mode"] == "cpu" and data["results"][0]["verdict"] == "n/a"
+    assert data["cpu_run"] is True and data["summary"][0].startswith("CPU run (--cpu)")
     monkeypatch.setenv("FAKE_MODE", "crash")
     assert cli.main(["probe", "--cpu", "--json", "--tests", "memory_copy"]) == 2
     assert "status 3" in json.loads(capsys.readouterr().out)["errors"][0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gputui import cli
@@ -106,10 +108,59 @@ def test_h100_80gb_hbm3_is_the_sxm_part() -> None:
     assert (spec.sm_count, spec.memory_bw_gbs, spec.tdp_w) == (132, 3350, 700)
 
 
-def test_h20_is_not_an_h200() -> None:
-    assert lookup("NVIDIA H20") is None
-    estimated = lookup("NVIDIA H20", sm_count=78, clock_mhz=1980, compute_capability="9.0")
-    assert estimated is not None and estimated.how == "estimated"
+def test_h20_is_its_own_row_not_an_h200() -> None:
+    match = lookup("NVIDIA H20", sm_count=78, clock_mhz=1980, compute_capability="9.0")
+    assert match is not None and (match.spec.model, match.how, match.scale) == ("H20", "exact", 1.0)
+    s = match.spec
+    assert (s.memory_gb, s.memory_type, s.memory_bw_gbs) == (96, "HBM3", 4000)
+    peaks = (s.fp32_tflops, s.tf32_tflops, s.bf16_tflops, s.fp16_tflops, s.fp8_tflops)
+    assert peaks == (44, 74, 148, 148, 296)
+    assert (s.tdp_w, s.sm_count, s.cc_or_gfx, s.pcie_gen, s.link_gbs) == (400, 78, "9.0", 5, 900)
+    assert s.architecture.startswith("Hopper") and "https://" in s.source
+    # The H20-3e (HBM3e, other memory) is not the 96 GB row; an H20 is never an H200.
+    assert lookup("NVIDIA H20-3e") is None
+    assert model_of("NVIDIA H20 MIG 1g.12gb", sm_count=78) == "H20"
+
+
+# Every H100 / H200 / H20 name string in the reference (and the China variants that must not
+# match an H100 row), with MIG-style suffixes checking the longest-pattern lookup.
+H100_FAMILY = [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"),
+    ("NVIDIA H100", "H100 SXM5 80GB"),
+    ("NVIDIA H100 PCIe", "H100 PCIe 80GB"),
+    ("NVIDIA H100 NVL", "H100 NVL 94GB"),
+    ("NVIDIA H200", "H200 SXM 141GB"),
+    ("NVIDIA H200 NVL", "H200 NVL 141GB"),
+    ("NVIDIA H20", "H20"),
+]
+
+
+@pytest.mark.parametrize(("name", "model"), H100_FAMILY)
+def test_h100_h200_h20_names(name: str, model: str) -> None:
+    match = lookup(name)
+    assert match is not None and (match.spec.model, match.how) == (model, "exact"), name
+    assert model_of(name.lower()) == model
+    mig = lookup(f"{name} MIG 1g.10gb")
+    assert mig is not None and (mig.spec.model, mig.how) == (model, "pattern"), name
+
+
+def test_plain_h100_is_the_sxm_row_and_china_variants_match_no_h100() -> None:
+    assert lookup("NVIDIA H100").spec == lookup("NVIDIA H100 80GB HBM3").spec  # type: ignore[union-attr]
+    for name in ("NVIDIA H800", "NVIDIA H800 PCIe", "NVIDIA H800 NVL", "NVIDIA H20-3e"):
+        assert lookup(name) is None, name
+
+
+def test_rtx_5090_peaks_are_dense_fp32_accumulate() -> None:
+    s = lookup("NVIDIA GeForce RTX 5090").spec  # type: ignore[union-attr]
+    # FP8 419, not 838 (the FP16-accumulate rate): the same rule as its FP16/BF16 209.5.
+    assert (s.fp8_tflops, s.fp16_tflops, s.bf16_tflops, s.tf32_tflops) == (419, 209.5, 209.5, 104.8)
+    assert s.int8_tops == 838  # INT8 accumulates in INT32: full rate
+    assert s.fp8_tflops == 2 * s.bf16_tflops  # type: ignore[operator]
+    # The per-SM rates of CC 12.0 follow the same rule (and reproduce the 5090's row).
+    rates = {"sm_count": 170, "clock_mhz": 2407, "compute_capability": "12.0"}
+    again = estimate("NVIDIA GeForce RTX 50x0", **rates)  # type: ignore[arg-type]
+    assert again is not None and again.spec.fp8_tflops == pytest.approx(419, abs=0.1)
+    assert again.spec.bf16_tflops == pytest.approx(209.5, abs=0.1)
 
 
 def test_gh200_memory_is_the_hbm_not_the_number_in_the_name() -> None:
@@ -296,6 +347,47 @@ def test_cli_specs_one_row(capsys) -> None:
     assert "exact" in out and "scale 1" in out
     assert "989.5 TFLOPS" in out and "3350 GB/s" in out
     assert "source" in out and "nvidia.com" in out
+
+
+def test_cli_specs_accepts_every_model_name_it_prints(capsys) -> None:
+    assert cli.main(["specs"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:-1]
+    models = [re.split(r" {2,}", line)[0] for line in lines]
+    assert models == [s.model for s in load_specs()]
+    for spec, model in zip(load_specs(), models, strict=True):
+        for typed in (model, model.upper(), model.lower(), f"{spec.vendor} {model}"):
+            assert cli.main(["specs", typed]) == 0, typed
+            out = capsys.readouterr().out
+            assert out.startswith(f"model         {spec.vendor} {spec.model}"), typed
+
+
+@pytest.mark.parametrize(
+    ("typed", "model"),
+    [
+        ("H100 SXM", "H100 SXM5 80GB"),
+        ("h100 sxm", "H100 SXM5 80GB"),
+        ("H100 NVL", "H100 NVL 94GB"),
+        ("NVIDIA H100 SXM5 80GB", "H100 SXM5 80GB"),
+        ("nvidia h100 pcie 80gb", "H100 PCIe 80GB"),
+        ("AMD Instinct MI250X (whole OAM, 2 GCDs)", "Instinct MI250X (whole OAM, 2 GCDs)"),
+        ("mi300x", "Instinct MI300X"),
+        ("b200", "B200 (HGX/DGX)"),
+        ("NVIDIA H100", "H100 SXM5 80GB"),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"),
+    ],
+)
+def test_cli_specs_accepts_model_names_and_driver_names(typed: str, model: str, capsys) -> None:
+    assert cli.main(["specs", typed]) == 0, typed
+    head = capsys.readouterr().out.splitlines()[0]
+    assert f" {model} (" in head, head
+
+
+def test_cli_specs_ambiguous_model_name_lists_the_rows(capsys) -> None:
+    assert cli.main(["specs", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert "matches 3 rows" in err
+    for model in ("H100 PCIe 80GB", "H100 SXM5 80GB", "H100 NVL 94GB"):
+        assert model in err
 
 
 def test_cli_specs_unknown_name(capsys) -> None:

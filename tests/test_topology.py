@@ -29,6 +29,7 @@ from gputui.topology import (
     build_matrix,
     legend_for,
     level_code,
+    link_kind_text,
     link_rows,
     render_text,
     topology_dict,
@@ -274,6 +275,49 @@ def test_json_shape() -> None:
     assert topology_dict(node(2, None))["matrix"] == [["X", "?"], ["?", "X"]]
 
 
+def test_link_kind_text_is_per_link_gb_per_s_for_both_vendors() -> None:
+    assert link_kind_text("nvlink", 4, 212.496) == "NVLink 4, 26.6 GB/s per link each way"
+    assert link_kind_text("nvlink", 4, 200.0) == "NVLink 4, 25 GB/s per link each way"
+    assert link_kind_text("xgmi", None, 512.0) == "XGMI, 64 GB/s per link each way"
+    assert link_kind_text("nvlink", 3, None) == "NVLink 3"
+
+
+def test_render_text_names_the_link_generation_and_per_link_speed() -> None:
+    info, snapshot = dgx_like()
+    text = render_text(info, snapshot)
+    assert "GPU0  18/18 up  (NVLink 4, 25 GB/s per link each way)" in text
+    xgmi = tuple(
+        LinkInfo(g, k, "xgmi", None, 512.0, "gpu", 1 - g) for g in range(2) for k in range(2)
+    )
+    paths = (GpuPath(0, 1, link_type="xgmi", hops=1, weight=15),)
+    amd = node(2, Topology(paths=paths, links=xgmi), vendor="amd")
+    assert "GPU1  2 links (state not read)  (XGMI, 64 GB/s per link each way)" in render_text(amd)
+
+
+def test_json_links_carry_the_decoded_version_and_per_link_speed() -> None:
+    info, snapshot = dgx_like()
+    link = topology_dict(info, snapshot)["links"][0]
+    assert (link["version"], link["speed_gbps"]) == (4, 200.0)
+    assert link["speed_bytes_per_s"] == 25e9  # one link, one direction
+
+
+def test_pcie_names_the_gpus_own_maximum_when_the_host_limits_it() -> None:
+    gpus = (
+        GpuInfo(0, "GPU", "GPU-0", "nvidia", pcie_max_gen=4, pcie_max_width=16, pcie_gpu_max_gen=5),
+        GpuInfo(1, "GPU", "GPU-1", "nvidia", pcie_max_gen=5, pcie_max_width=16, pcie_gpu_max_gen=5),
+    )
+    n = NodeInfo(hostname="h", backend="test", gpus=gpus, topology=Topology())
+    samples = tuple(GpuSample(index=i, timestamp=T, pcie_gen=4 + i, pcie_width=16) for i in (0, 1))
+    text = render_text(n, Snapshot(timestamp=T, node=n, gpus=samples))
+    assert "GPU0  Gen4 x16 / max Gen4 x16 (the GPU supports Gen5)\n" in text  # not below max
+    assert "GPU1  Gen5 x16 / max Gen5 x16\n" in text
+    pcie = topology_dict(n, Snapshot(timestamp=T, node=n, gpus=samples))["pcie"]
+    assert [(p["max_gen"], p["gpu_max_gen"], p["below_max"]) for p in pcie] == [
+        (4, 5, False),
+        (5, 5, False),
+    ]
+
+
 # -- gputui topo -------------------------------------------------------------------------------
 
 
@@ -296,6 +340,17 @@ def test_topo_on_the_dgx_h100_demo(capsys, argv) -> None:
     out = capsys.readouterr().out
     assert out.count("NV18") == 8 * 7 and "NUMA Affinity" in out
     assert "GPU0  18/18 up" in out
+    assert "GPU0  18/18 up  (NVLink 4, 26.6 GB/s per link each way)" in out
+
+
+def test_topo_json_on_the_demo_nodes_reads_per_link_speeds_alike(capsys) -> None:
+    speeds = {}
+    for scenario in ("dgx-h100", "mi300x"):
+        assert cli.main(["topo", "--json", "--backend", f"sim:{scenario}"]) == 0
+        links = json.loads(capsys.readouterr().out)["links"]
+        speeds[scenario] = {(x["kind"], x["version"], x["speed_bytes_per_s"]) for x in links}
+    assert speeds["dgx-h100"] == {("nvlink", 4, 212.5e9 / 8)}  # 26.56 GB/s per link
+    assert speeds["mi300x"] == {("xgmi", None, 64e9)}
 
 
 def test_topo_json_on_the_faulty_node_shows_the_down_link(capsys) -> None:

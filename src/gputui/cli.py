@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gputui import __version__
 from gputui.backends.spec import SPEC_HELP, BackendSpec
 from gputui.commands.output import error, silence_stdout
-from gputui.exitcodes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from gputui.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
     check.add_argument(
+        "--require-idle",
+        action="store_true",
+        help="the GPUs must be free (a Slurm prolog): other users' processes or GPU memory in "
+        "use fail the check (by default they are reported as information)",
+    )
+    check.add_argument(
         "--probe",
         action="store_true",
         help="also run the quick probe (~20 s, loads the GPUs) and add its verdicts",
@@ -171,7 +177,10 @@ def _add_specs_parser(commands: SubParsers) -> None:
         "(e.g. 'NVIDIA H100 80GB HBM3'). Exit 2 when NAME matches no row.",
     )
     specs.add_argument(
-        "name", nargs="?", metavar="NAME", help="a GPU name as NVML/AMD-SMI report it"
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="a GPU name as NVML/AMD-SMI report it, or a model name from `gputui specs`",
     )
 
 
@@ -183,7 +192,8 @@ def _add_probe_parser(commands: SubParsers) -> None:
         description="Run the probe worker (PyTorch) on each GPU: memory copy / triad, host <-> "
         "device, GPU <-> GPU, FP32 / TF32 / FP16 / BF16 / FP8 matmul; compare with the spec "
         "sheet and the node's other GPUs. Exit 0 all OK/WARN, 1 any LOW, 2 could not run. "
-        "With --demo / a simulated node the CPU is probed instead (no real GPU to run on).",
+        "Without a usable GPU (or with --demo / a recording) it exits 2; --cpu probes the CPU "
+        "instead.",
     )
     _add_common(probe, suppress=True)
     probe.add_argument(
@@ -340,6 +350,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
         silence_stdout()
         return EXIT_OK
+    except Exception as exc:  # a bug: never exit 1, which `check` uses for "warnings"
+        return _internal_error(args.command, exc)
+
+
+def _internal_error(command: str | None, exc: Exception) -> int:
+    """One paragraph instead of a traceback (``GPUTUI_DEBUG=1`` prints it), exit 2: a prolog that
+    drains on 2 must not let a job through because gputui itself failed."""
+    import os
+    import traceback
+
+    if os.environ.get("GPUTUI_DEBUG"):
+        traceback.print_exc()
+    where = f"gputui {command}" if command else "gputui"
+    error(
+        f"{where}: internal error: {type(exc).__name__}: {exc}\n"
+        "This is a bug in gputui; run again with GPUTUI_DEBUG=1 for the traceback and report it."
+    )
+    return EXIT_FAILED
 
 
 def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -390,6 +418,7 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             expect_gpus=args.expect_gpus,
             gpus=args.gpus,
             strict=args.strict,
+            require_idle=args.require_idle,
             ignore=_ignored_rules(args.ignore, parser),
             as_json=args.json,
             probe=args.probe,

@@ -72,14 +72,34 @@ class _Known:
     container_id: str | None
 
 
-class ProcessEnricher:
-    """Fills the host-side fields of GPU process rows, caching what never changes per PID."""
+def in_host_pid_namespace(status_path: str = "/proc/self/status") -> bool:
+    """Whether this process sees the host's PIDs (the ones the GPU driver reports). In a nested
+    PID namespace (most containers) ``NSpid`` lists one PID per level."""
+    try:
+        with open(status_path, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) <= 2
+    except OSError:
+        pass
+    return True
 
-    def __init__(self) -> None:
+
+class ProcessEnricher:
+    """Fills the host-side fields of GPU process rows, caching what never changes per PID.
+
+    A PID the driver listed but that no longer exists on the host is marked ``exited`` (it ended
+    between the driver's listing and this lookup). In a container that cannot see the host's PIDs
+    a missing PID proves nothing, so it is left unmarked."""
+
+    def __init__(self, *, host_pids: bool | None = None) -> None:
         self._known: dict[int, _Known] = {}
+        self._host_pids = in_host_pid_namespace() if host_pids is None else host_pids
+        self._gone: set[int] = set()
 
     def enrich(self, processes: Iterable[ProcessSample]) -> list[ProcessSample]:
         rows = list(processes)
+        self._gone = set()
         alive: set[int] = set()
         cpu_by_pid: dict[int, tuple[float | None, int | None]] = {}
         for row in rows:
@@ -105,7 +125,8 @@ class ProcessEnricher:
         for row in rows:
             known = self._known.get(row.pid)
             if known is None:
-                enriched.append(row)
+                gone = row.pid in self._gone and self._host_pids
+                enriched.append(dataclasses.replace(row, exited=True) if gone else row)
                 continue
             cpu_pct, rss_bytes = cpu_by_pid[row.pid]
             enriched.append(
@@ -137,6 +158,7 @@ class ProcessEnricher:
                 cmdline = _safe(process.cmdline)
             process.cpu_percent(None)  # prime: the next call measures from here
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            self._gone.add(pid)
             return None
         except psutil.AccessDenied:
             return None

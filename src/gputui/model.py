@@ -120,8 +120,9 @@ class LinkInfo:
     """The link generation as its users name it: NVLink 4 on H100 is ``4`` (NVML reports an enum
     that is not the version number; adapters decode it)."""
     speed_gbps: float | None = None
-    """Speed of the whole link (all its lanes) in Gb/s per direction, so NVLink and XGMI compare:
-    an H100 NVLink 4 link is 200 Gb/s (25 GB/s), an MI300X XGMI link 512 Gb/s (64 GB/s)."""
+    """Signalling rate of the whole link (all its lanes) in Gb/s per direction, so NVLink and
+    XGMI compare: an H100 NVLink 4 link is 212.5 Gb/s (26.6 GB/s, as nvidia-smi shows it; 25 GB/s
+    of payload), an MI300X XGMI link 512 Gb/s (64 GB/s)."""
     remote_type: str | None = None
     """``gpu``, ``switch`` (NVSwitch), ``cpu`` or None when unknown."""
     remote_gpu_index: int | None = None

@@ -80,14 +80,13 @@ def pci_device_key(bus_id: object) -> tuple[int, int, int] | None:
     return address.device_key if address is not None else None
 
 
-def local_cpulist(pci_bus_id: str | None, root: Path | None = None) -> str | None:
-    """The CPUs close to a PCI device, in ``taskset`` list form ("0-55,112-167"), read from
-    ``/sys/bus/pci/devices/<bdf>/local_cpulist``; None when the file is absent or unreadable (not
-    Linux, a container without /sys, an odd bus id)."""
+def _sysfs_attribute(pci_bus_id: str | None, attribute: str, root: Path | None) -> str | None:
+    """The stripped text of ``<root>/<bdf>/<attribute>``; None when the bus id is odd or the
+    file is absent, unreadable or empty."""
     name = canonical_pci_bus_id(pci_bus_id)
     if name is None:
         return None
-    path = (SYSFS_PCI_DEVICES if root is None else root) / name / "local_cpulist"
+    path = (SYSFS_PCI_DEVICES if root is None else root) / name / attribute
     try:
         text = path.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -95,11 +94,31 @@ def local_cpulist(pci_bus_id: str | None, root: Path | None = None) -> str | Non
     return text or None
 
 
+def local_cpulist(pci_bus_id: str | None, root: Path | None = None) -> str | None:
+    """The CPUs close to a PCI device, in ``taskset`` list form ("0-55,112-167"), read from
+    ``/sys/bus/pci/devices/<bdf>/local_cpulist``; None when the file is absent or unreadable (not
+    Linux, a container without /sys, an odd bus id)."""
+    return _sysfs_attribute(pci_bus_id, "local_cpulist", root)
+
+
+def numa_node(pci_bus_id: str | None, root: Path | None = None) -> int | None:
+    """The NUMA node a PCI device hangs off, from ``/sys/bus/pci/devices/<bdf>/numa_node``: what
+    ``nvidia-smi topo -m`` prints as "NUMA Affinity". None when unknown: the kernel writes -1 on
+    a machine without NUMA (or firmware that does not say), and the file may be absent."""
+    text = _sysfs_attribute(pci_bus_id, "numa_node", root)
+    try:
+        node = int(text) if text is not None else None
+    except ValueError:
+        return None
+    return node if node is not None and node >= 0 else None
+
+
 __all__ = [
     "SYSFS_PCI_DEVICES",
     "PciAddress",
     "canonical_pci_bus_id",
     "local_cpulist",
+    "numa_node",
     "parse_pci_bus_id",
     "pci_device_key",
 ]

@@ -27,6 +27,9 @@ class Selection:
     unknown: tuple[str, ...] = ()
     """Entries naming no GPU of this node (only from CUDA_VISIBLE_DEVICES; --gpus rejects them)."""
     notes: tuple[str, ...] = ()
+    none_visible: str | None = None
+    """Why no GPU is visible at all (CUDA_VISIBLE_DEVICES empty, ``-1``, garbage or naming only
+    GPUs this node does not have): a job would see no GPU, which a check fails."""
 
 
 def split_gpu_list(text: str) -> list[str]:
@@ -70,9 +73,9 @@ def select_gpus(
         return Selection(None, "all")
     if visible.strip() in NO_GPU_VALUES:
         return Selection(
-            None,
-            "all",
-            notes=(f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU; judging all GPUs",),
+            frozenset(),
+            "CUDA_VISIBLE_DEVICES",
+            none_visible=f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU",
         )
     indices: set[int] = set()
     unknown: list[str] = []
@@ -92,7 +95,16 @@ def select_gpus(
         env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
     ):
         notes.append(CUDA_ORDER_NOTE)
-    return Selection(frozenset(indices), "CUDA_VISIBLE_DEVICES", tuple(unknown), tuple(notes))
+    none_visible = None
+    if not indices and not unknown:  # unknown devices are findings of their own
+        none_visible = f"CUDA_VISIBLE_DEVICES={visible!r} names no device"
+    return Selection(
+        frozenset(indices),
+        "CUDA_VISIBLE_DEVICES",
+        tuple(unknown),
+        tuple(notes),
+        none_visible=none_visible,
+    )
 
 
 __all__ = ["CUDA_ORDER_NOTE", "NO_GPU_VALUES", "Selection", "select_gpus", "split_gpu_list"]

@@ -331,6 +331,39 @@ def _link_word(kind: str) -> str:
     return "XGMI" if kind == "xgmi" else "NVLink"
 
 
+def link_bytes_per_s(speed_gbps: float | None) -> float | None:
+    """A link's speed (Gb/s per direction) in bytes/s per direction."""
+    return None if speed_gbps is None else speed_gbps * 1e9 / 8
+
+
+def _gb_per_s(speed_gbps: float) -> str:
+    text = f"{speed_gbps / 8:.1f}".removesuffix(".0")
+    return f"{text} GB/s"
+
+
+def link_kind_text(kind: str, version: int | None, speed_gbps: float | None) -> str:
+    """``NVLink 4, 26.6 GB/s per link each way``; ``XGMI, 64 GB/s per link each way``: the
+    generation as users name it and the speed of one whole link in one direction, the same
+    way for both vendors."""
+    text = _link_word(kind) + (f" {version}" if version is not None else "")
+    if speed_gbps is not None:
+        text += f", {_gb_per_s(speed_gbps)} per link each way"
+    return text
+
+
+def _links_kind_text(rows: list[LinkRow]) -> str:
+    """What the links of one GPU are (one entry per distinct kind, version and speed)."""
+    kinds = sorted(
+        {(r.kind, r.version, r.speed_gbps) for r in rows},
+        key=lambda k: (k[0], k[1] or 0, k[2] or 0.0),
+    )
+    return "; ".join(
+        link_kind_text(kind, version, speed)
+        for kind, version, speed in kinds
+        if version is not None or speed is not None
+    )
+
+
 def link_summary(rows: list[LinkRow]) -> str:
     """``18/18 up``, ``17/18 up — link 7 DOWN``, ``18 links (state not read)``."""
     if not rows:
@@ -375,7 +408,11 @@ def _pcie(info: GpuInfo, sample: GpuSample | None) -> tuple[str, bool]:
     below = (gen is not None and info.pcie_max_gen is not None and gen < info.pcie_max_gen) or (
         width is not None and info.pcie_max_width is not None and width < info.pcie_max_width
     )
-    return f"{link(gen, width)} / max {link(info.pcie_max_gen, info.pcie_max_width)}", below
+    text = f"{link(gen, width)} / max {link(info.pcie_max_gen, info.pcie_max_width)}"
+    gpu_max = info.pcie_gpu_max_gen
+    if gpu_max is not None and info.pcie_max_gen is not None and gpu_max > info.pcie_max_gen:
+        text += f" (the GPU supports Gen{gpu_max})"
+    return text, below
 
 
 def _p2p_code(path: GpuPath | None) -> str:
@@ -476,6 +513,9 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
                 lines.append(f"  GPU{g.index}  no links")
                 continue
             text = f"  GPU{g.index}  {link_summary(rows_g)}"
+            kinds = _links_kind_text(rows_g)
+            if kinds:
+                text += f"  ({kinds})"
             rx = [r.rx_bytes_per_s for r in rows_g if r.rx_bytes_per_s is not None]
             tx = [r.tx_bytes_per_s for r in rows_g if r.tx_bytes_per_s is not None]
             if rx or tx:
@@ -541,6 +581,7 @@ def topology_dict(node: NodeInfo, snapshot: Snapshot | None = None) -> dict[str,
                 "width": sample.pcie_width if sample else None,
                 "max_gen": g.pcie_max_gen,
                 "max_width": g.pcie_max_width,
+                "gpu_max_gen": g.pcie_gpu_max_gen,
                 "below_max": _pcie(g, sample)[1],
             }
         )
@@ -552,6 +593,7 @@ def topology_dict(node: NodeInfo, snapshot: Snapshot | None = None) -> dict[str,
             "state": "up" if r.up else ("down" if r.up is False else None),
             "version": r.version,
             "speed_gbps": r.speed_gbps,
+            "speed_bytes_per_s": link_bytes_per_s(r.speed_gbps),
             "remote": r.remote,
             "rx_bytes_per_s": r.rx_bytes_per_s,
             "tx_bytes_per_s": r.tx_bytes_per_s,
@@ -585,6 +627,8 @@ __all__ = [
     "legend_for",
     "legend_key",
     "level_code",
+    "link_bytes_per_s",
+    "link_kind_text",
     "link_rows",
     "link_summary",
     "render_text",

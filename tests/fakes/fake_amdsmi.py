@@ -16,7 +16,10 @@ nodes) and :func:`pcie_pair` (two MI210s that reach each other only over PCIe). 
 :class:`FakeAmdGpu`: every value, ``unsupported`` (function names that raise NOT_SUPPORTED),
 ``errors`` (function name -> status code, every call), ``retry`` (function name -> how many next
 calls raise AmdSmiRetryException), ``lost`` (every call raises ``lost_code``, NOT_FOUND by default),
-processes and XGMI link counters (mutable: advance them between reads), ``numa_node``,
+``fail_code`` / ``fail_after`` (every call on the GPU raises that status, e.g. DRIVER_NOT_LOADED,
+from the moment a test sets it, or once ``fail_after`` calls have answered; clear it and the GPU
+answers again), processes and XGMI link counters (mutable: advance them between reads),
+``xgmi_lanes`` (``amdsmi_get_xgmi_info``; None or no XGMI links: NOT_SUPPORTED), ``numa_node``,
 ``link_status`` (the XGMI status letters, e.g. ``["U", "D"]``; default one "U" per XGMI link).
 ``unsupported`` also covers the topology calls (for a pair call, the source GPU's set counts). Knobs
 on :class:`FakeAmdSmi`: ``init_error``, ``init_noise`` (printed by ``amdsmi_init``),
@@ -343,6 +346,7 @@ REAL_SIGNATURES: dict[str, tuple[str, ...]] = {
     ),
     "amdsmi_is_P2P_accessible": ("processor_handle_src", "processor_handle_dst"),
     "amdsmi_get_gpu_xgmi_link_status": ("processor_handle",),
+    "amdsmi_get_xgmi_info": ("processor_handle",),
 }
 
 # ---------------------------------------------------------------------------------- fake GPUs
@@ -365,7 +369,9 @@ class FakeAmdProcess:
 
 @dataclass
 class FakeXgmiLink:
-    """One ``amdsmi_get_link_metrics`` link; ``read``/``write`` are cumulative KB."""
+    """One ``amdsmi_get_link_metrics`` link; ``read``/``write`` are cumulative KB. ``bit_rate``
+    is Gb/s per lane; ``max_bandwidth`` is what older amdsmi puts there (the link width, 16),
+    amdsmi 7 documents the link's Gb/s (512 on MI300X)."""
 
     read: int = 0
     write: int = 0
@@ -458,6 +464,7 @@ class FakeAmdGpu:
     xgmi_links: list[FakeXgmiLink] = field(default_factory=list)
     num_links: int | None = None  # defaults to len(xgmi_links)
     link_status: list[str] | None = None  # "U"/"D"/"X"/"N/A"; defaults to "U" per XGMI link
+    xgmi_lanes: int | None = 16  # lanes per XGMI link (amdsmi_get_xgmi_info)
     numa_node: int = 0
     pci_sent: int = 1000
     pci_received: int = 3000
@@ -470,6 +477,9 @@ class FakeAmdGpu:
     retry: dict[str, int] = field(default_factory=dict)
     lost: bool = False
     lost_code: int = STATUS["NOT_FOUND"]
+    fail_code: int | None = None  # every call raises this status (the driver stops answering)
+    fail_after: int | None = None  # ... once this many calls have answered (None: at once)
+    call_count: int = 0  # calls that reached this GPU
 
 
 def mi210_gpu(**overrides: Any) -> FakeAmdGpu:
@@ -661,6 +671,11 @@ class FakeAmdSmi(types.ModuleType):
         gpu = self.gpus[handle.index]
         if gpu.lost:
             raise AmdSmiLibraryException(gpu.lost_code)
+        gpu.call_count += 1
+        if gpu.fail_code is not None and (
+            gpu.fail_after is None or gpu.call_count > gpu.fail_after
+        ):
+            raise AmdSmiLibraryException(gpu.fail_code)
         if fn in gpu.errors:
             raise AmdSmiLibraryException(gpu.errors[fn])
         if gpu.retry.get(fn, 0) > 0:
@@ -990,6 +1005,17 @@ class FakeAmdSmi(types.ModuleType):
         links += [dict(filler) for _ in range(AMDSMI_MAX_NUM_XGMI_LINKS - len(links))]
         count = gpu.num_links if gpu.num_links is not None else len(gpu.xgmi_links)
         return {"num_links": count, "links": links}
+
+    def amdsmi_get_xgmi_info(self, processor_handle: Any) -> dict[str, Any]:
+        gpu = self._enter("amdsmi_get_xgmi_info", processor_handle)
+        if not gpu.xgmi_links or gpu.xgmi_lanes is None:
+            raise self._not_supported()
+        return {
+            "xgmi_lanes": gpu.xgmi_lanes,
+            "xgmi_hive_id": 0x6A1F3E2D5C4B3A29,
+            "xgmi_node_id": 0x1000 + self.gpus.index(gpu),
+            "index": self.gpus.index(gpu),
+        }
 
     def amdsmi_get_gpu_xgmi_link_status(self, processor_handle: Any) -> dict[str, Any]:
         gpu = self._enter("amdsmi_get_gpu_xgmi_link_status", processor_handle)

@@ -7,7 +7,10 @@ genuine error classes and constants, copied from the real module.
 
 Build one with :func:`make_fake_nvml` from a list of :class:`FakeGpu`. Every behaviour a test
 needs is a knob on :class:`FakeGpu` (values, ``unsupported``, ``errors``, ``all_unsupported``,
-``lost``, ``lost_after``, MIG slices, processes) or on :class:`FakeNvml` (``init_error``,
+``lost``, ``lost_after``, ``fail_with`` / ``fail_after`` (every call on the GPU raises that
+error, e.g. ``NVMLError_DriverNotLoaded``, from the moment a test sets it, or after that many
+calls; clear it and the GPU answers again), MIG slices, processes) or on :class:`FakeNvml`
+(``init_error``,
 ``missing`` C symbols that raise FunctionNotFound, ``absent`` names the binding lacks). Calls are
 counted in ``calls`` (per function), ``gpu_calls`` (per GPU index and function) and logged in
 ``log``.
@@ -15,10 +18,13 @@ counted in ``calls`` (per function), ``gpu_calls`` (per GPU index and function) 
 Topology and NVLink: ``FakeGpu.nvlinks`` lists the GPU's links (:class:`FakeLink`: state, version,
 remote PCI bus id and device type, error counters, cumulative per-link KiB counters read through
 field values 138/139 with scopeId = link id); an empty list answers NotSupported for every link
-(a consumer or PCIe card), a link id past the list InvalidArgument. ``nvswitch_links`` and
-``direct_links`` build the usual layouts. ``FakeGpu.nvlink_speed_mbps`` is field 90,
-``cpu_affinity`` (CPU ids, packed into 64-bit words) and ``numa_node`` feed
-``nvmlDeviceGetCpuAffinity`` / ``nvmlDeviceGetNumaNodeId`` (None: NotSupported). On
+(a consumer or PCIe card), a link id past the list InvalidArgument. ``FakeLink.version`` is
+what NVML answers: the ``nvmlNvlinkVersion_t`` enum (``NVML_NVLINK_VERSION_4_0`` = 6 on H100),
+not the generation. ``nvswitch_links`` and ``direct_links`` build the usual layouts.
+``FakeGpu.nvlink_speed_mbps`` is field 90, ``cpu_affinity`` (CPU ids, packed into 64-bit words)
+and ``numa_node`` feed ``nvmlDeviceGetCpuAffinity`` / ``nvmlDeviceGetNumaNodeId`` (None:
+NotSupported; the latter is the "GPU NUMA ID" of coherent systems, not the PCI device's NUMA
+node, which lives in sysfs). On
 :class:`FakeNvml`, ``topology_levels`` (a GPU x GPU matrix of ``NVML_TOPOLOGY_*``; default NODE)
 and ``p2p_status`` ((a, b, index) -> status, looked up both ways; default OK) answer the pair
 queries, and a P2P index that is not an int (the binding's tuple ``NVML_P2P_CAPS_INDEX_READ``)
@@ -133,7 +139,7 @@ class FakeLink:
     """One NVLink of a GPU. ``None`` in a field makes its query answer NotSupported."""
 
     state: int = 1  # NVML_FEATURE_ENABLED; 0: the link is down
-    version: int | None = 4
+    version: int | None = _real.NVML_NVLINK_VERSION_4_0  # the enum (6), as NVML answers
     remote_bus_id: str | None = "00000000:C1:00.0"  # an NVSwitch by default
     remote_type: int | None = _real.NVML_NVLINK_DEVICE_TYPE_SWITCH
     replay_errors: int | None = 0
@@ -150,8 +156,11 @@ def nvswitch_links(count: int = 18, switch_bus_ids: tuple[str, ...] = ()) -> lis
     return [FakeLink(remote_bus_id=buses[i % len(buses)]) for i in range(count)]
 
 
-def direct_links(peer_bus_id: str, count: int = 4, version: int = 3) -> list[FakeLink]:
-    """``count`` links straight to one peer GPU (an NVLink bridge between two cards)."""
+def direct_links(
+    peer_bus_id: str, count: int = 4, version: int = _real.NVML_NVLINK_VERSION_3_0
+) -> list[FakeLink]:
+    """``count`` links straight to one peer GPU (an NVLink bridge between two cards, NVLink 3
+    by default; ``version`` is NVML's enum)."""
     return [
         FakeLink(
             version=version,
@@ -183,7 +192,8 @@ class FakeGpu:
     pci_bus_id: str = ""
     architecture: int = _real.NVML_DEVICE_ARCH_HOPPER
     cuda_compute_capability: tuple[int, int] = (9, 0)
-    sm_count: int | None = 132
+    sm_count: int | None = 132  # nvmlDeviceGetAttributes (None: NotSupported)
+    num_gpu_cores: int | None = 132 * 128  # nvmlDeviceGetNumGpuCores: CUDA cores
     memory_total: int = 80 * GiB
     memory_used: int = 10 * GiB
     memory_reserved: int = 512 * MiB
@@ -200,14 +210,16 @@ class FakeGpu:
     memory_temperature: int | None = 52
     temp_slowdown: int | None = 87
     temp_shutdown: int | None = 92
+    temp_gpu_max: int | None = 85  # NVML_TEMPERATURE_THRESHOLD_GPU_MAX
+    temp_memory_max: int | None = 95  # NVML_TEMPERATURE_THRESHOLD_MEM_MAX (HBM3)
     fan_speeds: list[int] = field(default_factory=list)  # empty: fanless (NumFans 0)
     clocks: dict[int, int] = field(default_factory=_default_clocks)
     max_clocks: dict[int, int] = field(default_factory=_default_max_clocks)
     pstate: int = 0
     pcie_gen: int = 5
     pcie_width: int = 16
-    pcie_max_gen: int = 4  # what the system (slot) allows
-    gpu_max_pcie_gen: int = 5  # what the GPU can do
+    pcie_max_gen: int | None = 4  # what the GPU and the system (slot) allow together
+    gpu_max_pcie_gen: int | None = 5  # what the GPU alone can do
     pcie_max_width: int = 16
     encoder: int = 0
     decoder: int = 0
@@ -244,6 +256,8 @@ class FakeGpu:
     all_unsupported: bool = False  # every optional call raises NotSupported
     lost: bool = False  # flip to make every call on this GPU raise GpuIsLost
     lost_after: int | None = None  # ... or let this many calls succeed first
+    fail_with: ErrorSpec | None = None  # every call on this GPU raises it (driver gone ...)
+    fail_after: int | None = None  # ... once this many calls have succeeded (None: at once)
     index: int = -1  # set by FakeNvml
     call_count: int = 0  # calls that touched this GPU (its handles and MIG handles)
 
@@ -254,6 +268,10 @@ class FakeGpu:
             self.lost = True
         if self.lost:
             raise NVMLError_GpuIsLost()
+        if self.fail_with is not None and (
+            self.fail_after is None or self.call_count > self.fail_after
+        ):
+            _raise(self.fail_with)
         if name in self.errors:
             _raise(self.errors[name])
         if name in self.unsupported or (self.all_unsupported and name not in ALWAYS_SUPPORTED):
@@ -522,11 +540,11 @@ class FakeNvml:
 
     @_api
     def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
-        return self._dev(handle)[0].gpu_max_pcie_gen
+        return _value(self._dev(handle)[0].gpu_max_pcie_gen)
 
     @_api
     def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
-        return self._dev(handle)[0].pcie_max_gen
+        return _value(self._dev(handle)[0].pcie_max_gen)
 
     @_api
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
@@ -538,8 +556,17 @@ class FakeNvml:
         table = {
             _real.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: gpu.temp_slowdown,
             _real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: gpu.temp_shutdown,
+            _real.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: gpu.temp_gpu_max,
+            _real.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: gpu.temp_memory_max,
         }
         return _value(table.get(threshold))
+
+    @_api
+    def nvmlDeviceGetNumGpuCores(self, device: FakeHandle) -> int:
+        gpu, mig = self._dev(device)
+        if mig is not None:
+            raise NVMLError_NotSupported()
+        return _value(gpu.num_gpu_cores)
 
     @_api
     def nvmlDeviceGetNumFans(self, device: FakeHandle) -> int:

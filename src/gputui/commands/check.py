@@ -44,14 +44,14 @@ def build_config(
     expect_gpus: int | None,
     selection: Selection,
     ignore: Iterable[str] = (),
-    pre_job: bool = True,
+    require_idle: bool = False,
 ) -> HealthConfig:
-    """The health configuration of a check (``pre_job=True``)."""
+    """The health configuration of a check."""
     return HealthConfig(
         expect_gpus=expect_gpus,
         gpus=selection.indices,
         ignore=frozenset(ignore),
-        pre_job=pre_job,
+        require_idle=require_idle,
         torch_cuda_version=torch_cuda_version(),
     )
 
@@ -92,6 +92,7 @@ def run_check(
     expect_gpus: int | None = None,
     gpus: str | None = None,
     strict: bool = False,
+    require_idle: bool = False,
     ignore: Iterable[str] = (),
     as_json: bool = False,
     kernel_log: KernelLogReader | bool | None = True,
@@ -146,7 +147,12 @@ def run_check(
             _age_simulated_node(session, clock() - SIM_NODE_AGE_S)
         not_checked: list[str] = []
         events = _kernel_log_events(session, kernel_log, not_checked)
-        config = build_config(expect_gpus=expect_gpus, selection=selection, ignore=ignore)
+        config = build_config(
+            expect_gpus=expect_gpus,
+            selection=selection,
+            ignore=ignore,
+            require_idle=require_idle,
+        )
         if config.torch_cuda_version is None:
             not_checked.append(
                 "driver vs torch CUDA build: no CUDA build of torch in this Python environment"
@@ -225,8 +231,9 @@ def probe_findings(
     report = probe_node(node=node, snapshot=snapshot, gpus=judged, sampler=sampler, **options)
     now = snapshot.timestamp
     if report.refused:
-        not_checked.append("probe: not run, " + " ".join(report.refused))
-        return []
+        not_checked.append("probe: not run on every GPU, " + " ".join(report.refused))
+        if not report.runs:
+            return []
     if report.no_torch:
         not_checked.append("probe: " + report.errors[0].split(": ", 1)[-1])
         return []
@@ -282,7 +289,7 @@ def run_replay_check(
     """``gputui check --replay FILE``: every reading of a recording judged by a fresh health
     monitor; the verdict counts every finding listed at the end, cleared ones included (something
     that went wrong and recovered during the recording still fails it). Judged as a running node
-    (not a pre-job check: a recording's own jobs are expected), without this machine's
+    (not ``--require-idle``: a recording's own jobs are expected), without this machine's
     environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run_check`; a file that
     is not a readable recording exits 2 with a message naming the line."""
     from gputui.format import fmt_duration
@@ -303,9 +310,7 @@ def run_replay_check(
         except ValueError as exc:
             error(f"gputui check: {exc}")
             return EXIT_FAILED
-        config = HealthConfig(
-            expect_gpus=expect_gpus, gpus=selection.indices, ignore=ignore, pre_job=False
-        )
+        config = HealthConfig(expect_gpus=expect_gpus, gpus=selection.indices, ignore=ignore)
         session.sampler.health = HealthMonitor(config, env={})
         try:
             snapshot = replay_readings(session)

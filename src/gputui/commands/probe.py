@@ -1,5 +1,8 @@
 """``gputui probe``: measured bandwidth and matmul TFLOPS against the spec sheet; progress on
-stderr, the table and summary (or JSON) on stdout."""
+stderr, the table and summary (or JSON) on stdout.
+
+It probes real GPUs only: with no usable GPU, a simulated node (``--demo``) or a recording it
+exits 2 and says why. The CPU is probed only when asked (``--cpu``), and that run says so."""
 
 from __future__ import annotations
 
@@ -7,14 +10,28 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gputui.commands.output import emit, error
-from gputui.model import NodeInfo, Snapshot
-from gputui.sampler import Sampler
 from gputui.selection import select_gpus
-from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.session import BackendSpec, NoGpuError, Session, SessionError, open_session
+
+if TYPE_CHECKING:
+    from gputui.probe.report import ProbeReport
 
 TELEMETRY_INTERVAL_S = 0.5
+CPU_HINT = "`gputui probe --cpu` probes this machine's CPU instead (values only, no spec)."
+
+
+def _no_gpu(exc: SessionError) -> None:
+    """Why there is nothing to probe: each backend tried and why it was not usable."""
+    if isinstance(exc, NoGpuError):
+        head = "no usable GPU to probe." if exc.spec.kind == "auto" else f"cannot use {exc.spec}."
+        lines = [f"gputui probe: {head}"]
+        lines += [f"  {label}: {reason}" for label, reason in exc.reasons]
+    else:
+        lines = [str(exc)]
+    error("\n".join([*lines, CPU_HINT]))
 
 
 def run(
@@ -29,78 +46,79 @@ def run(
     python: str | None = None,
     cpu: bool = False,
 ) -> int:
-    from gputui.probe.runner import EXIT_CANNOT, SIM_NOTE, probe_node, progress_printer
+    from gputui.probe.runner import (
+        EXIT_CANNOT,
+        REPLAY_NOTE,
+        SIM_NOTE,
+        probe_node,
+        progress_printer,
+    )
 
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         error(f"gputui probe: --python {python}: not an executable file")
         return EXIT_CANNOT
-    notes: list[str] = []
-    session: Session | None = None
-    if not cpu:
-        try:
-            opened = open_session(
-                spec,
-                seed=seed,
-                interval=TELEMETRY_INTERVAL_S,
-                slow_interval=TELEMETRY_INTERVAL_S,
-                judge="none",
-            )
-        except SessionError as exc:
-            if spec.kind != "auto":
-                error(str(exc))
-                return EXIT_CANNOT
-            notes.append("no usable GPU backend: probing the CPU")
-        else:
-            if spec.simulated or opened.node.simulated:
-                opened.close()
-                notes.append(SIM_NOTE)
-            else:
-                session = opened
-    node: NodeInfo | None = None
-    snapshot: Snapshot | None = None
-    sampler: Sampler | None = None
-    indices = None
+    on_event = None if as_json else progress_printer(sys.stderr)
+    if cpu:
+        report = probe_node(node=None, tests=tests, python=python, long=long, on_event=on_event)
+        return _report(report, as_json)
+    if spec.simulated or spec.replayed:
+        error(f"gputui probe: {SIM_NOTE if spec.simulated else REPLAY_NOTE}.")
+        return EXIT_CANNOT
     try:
-        if session is not None:
-            node, sampler = session.node, session.sampler
-            try:
-                selection = select_gpus(node, ",".join(gpus) if gpus else None)
-            except ValueError as exc:
-                error(f"gputui probe: {exc}".replace("--gpus", "--gpu"))
-                return EXIT_CANNOT
-            notes += list(selection.notes)
-            indices = None if selection.indices is None else sorted(selection.indices)
-            snapshot = sampler.poll()
-        for note in notes:
+        session: Session = open_session(
+            spec,
+            seed=seed,
+            interval=TELEMETRY_INTERVAL_S,
+            slow_interval=TELEMETRY_INTERVAL_S,
+            judge="none",
+        )
+    except SessionError as exc:
+        _no_gpu(exc)
+        return EXIT_CANNOT
+    with session:
+        node, sampler = session.node, session.sampler
+        if node.simulated:
+            error(f"gputui probe: {SIM_NOTE}.")
+            return EXIT_CANNOT
+        try:
+            selection = select_gpus(node, ",".join(gpus) if gpus else None)
+        except ValueError as exc:
+            error(f"gputui probe: {exc}".replace("--gpus", "--gpu"))
+            return EXIT_CANNOT
+        indices = None if selection.indices is None else sorted(selection.indices)
+        if not node.gpus or indices == []:
+            why = selection.none_visible or "the node has no GPU"
+            error(f"gputui probe: no GPU to probe: {why}.\n{CPU_HINT}")
+            return EXIT_CANNOT
+        for note in selection.notes:
             error(f"gputui probe: {note}")
         report = probe_node(
             node=node,
-            snapshot=snapshot,
+            snapshot=sampler.poll(),
             gpus=indices,
             tests=tests,
             force=force,
             python=python,
             long=long,
             sampler=sampler,
-            on_event=None if as_json else progress_printer(sys.stderr),
+            on_event=on_event,
         )
-    finally:
-        if session is not None:
-            session.close()
-    report.notes = notes + report.notes
+        report.notes = list(selection.notes) + report.notes
+    return _report(report, as_json)
+
+
+def _report(report: ProbeReport, as_json: bool) -> int:
+    """The report on stdout (a table and summary, or JSON); refusals and errors on stderr."""
+    from gputui.probe.report import CPU_RUN, render_table
+
     if as_json:
         emit(json.dumps(report.to_dict(), indent=2))
         return report.exit_code
     for line in report.refused + report.errors:
         error(f"gputui probe: {line}")
     if report.judged:
-        from gputui.probe.runner import render_table
-
-        lines = [render_table(report.judged), "", *report.summary()]
-        emit("\n".join(lines))
-    for note in notes:
-        if note == SIM_NOTE:
-            emit("Note: " + note)
+        title = [CPU_RUN + "."] if report.mode == "cpu" else []
+        emit("\n".join([*title, render_table(report.judged), "", *report.summary()]))
     return report.exit_code
 
 

@@ -6,11 +6,13 @@ import difflib
 
 from gputui.commands.output import error
 from gputui.exitcodes import EXIT_OK, EXIT_USAGE
-from gputui.specs import all_names, load_specs, lookup, scaled_peaks
+from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
 
 
 def run(name: str | None) -> int:
-    """``gputui specs``: the compact table; ``gputui specs NAME``: one row in full."""
+    """``gputui specs``: the compact table; ``gputui specs NAME``: one row in full. NAME is a
+    name a driver reports (``NVIDIA H100 80GB HBM3``) or a model name from the table, whole or
+    from the start of a word (``H100 SXM5 80GB``, ``h100 sxm``), in any case."""
 
     def num(value: float | None, fmt: str = "{:g}") -> str:
         return "-" if value is None else fmt.format(value)
@@ -41,6 +43,15 @@ def run(name: str | None) -> int:
         )
         return EXIT_OK
     match = lookup(name)
+    if match is None:
+        models = find_models(name)
+        if len(models) > 1:
+            error(f"gputui: {name!r} matches {len(models)} rows; give more of the model name:")
+            for spec in models:
+                error(f"  {spec.model}")
+            return EXIT_USAGE
+        if models:
+            match = SpecMatch(models[0], "pattern", 1.0, f"model name contains {name.strip()!r}")
     if match is None:
         close = difflib.get_close_matches(name.strip(), all_names(), n=5, cutoff=0.5)
         error(f"gputui: no spec for {name!r}")

@@ -38,8 +38,9 @@ class HealthConfig:
     """Only judge these GPU indices; None: all."""
     ignore: frozenset[str] = frozenset()
     """Rule ids not to run."""
-    pre_job: bool = False
-    """A pre-job check: other users' processes or memory in use are ``fail`` (else ``info``)."""
+    require_idle: bool = False
+    """The GPUs must be free (a Slurm prolog): other users' processes or memory in use are
+    ``fail``. Otherwise they are ``info``: a busy GPU is not an unhealthy one."""
     idle_memory_minutes: float = 10
     idle_memory_min_bytes: int = GIB
     current_user: str | None = field(default_factory=effective_user)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from gputui.health.rules import RULES
+from gputui.health.rules import EVENT_RULES, RULES
 from gputui.model import SEVERITY_ORDER, Finding, Severity
 
 Status = Literal["ok", "warn", "fail"]
@@ -131,6 +131,12 @@ class NewFindings:
         return dict(self._known)
 
 
+def acknowledgeable(finding: Finding) -> bool:
+    """A cleared condition, or an event (XID, ECC, GPU lost: it happened, it does not clear by
+    itself): acknowledging it takes it off the list. A live condition stays until it clears."""
+    return not finding.active or finding.rule in EVENT_RULES
+
+
 def finding_key(finding: Finding) -> str:
     """The finding's identity across readings (its ``key``, or rule and GPU when it has none)."""
     if finding.key:
@@ -168,6 +174,7 @@ __all__ = [
     "Counts",
     "NewFindings",
     "Status",
+    "acknowledgeable",
     "badge_text",
     "counts",
     "finding_key",

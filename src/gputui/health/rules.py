@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gputui.format import command_text, fmt_bytes, fmt_duration, fmt_temp, fmt_watts
+from gputui.health import hints
 from gputui.health.config import GIB, HealthConfig, version_tuple
 from gputui.health.levels import LOAD_UTIL_PCT, pcie_level, temperature_level
 from gputui.history import History
@@ -57,9 +58,10 @@ def is_datacenter_gpu(info: GpuInfo) -> bool:
     return bool(_HBM_CLASS.search(name))
 
 
-def _gb(value: float | None) -> str:
+def _gib(value: float | None) -> str:
+    """Binary sizes with binary units: ``1.25 GiB`` (never "GB" for a GiB figure)."""
     text = fmt_bytes(value, space=True)
-    return text if text.endswith("B") else text + "B"
+    return text if text.endswith("B") else text + "iB"
 
 
 def _link(gen: int | None, width: int | None) -> str:
@@ -121,12 +123,14 @@ def _finding(
 
 def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
     node = ctx.snapshot.node
+    vendor = hints.vendor_of(None, node)
     if not node.gpus:
         yield _finding(
             "not_responding",
             "fail",
             f"no GPUs found by the {node.backend} backend",
-            "check that the driver is loaded (nvidia-smi / amd-smi) and the devices are visible",
+            f"check that the driver is loaded ({hints.smi(vendor)}, lsmod | grep "
+            f"{hints.driver_module(vendor)}) and the devices are visible",
             None,
         )
         return
@@ -137,32 +141,39 @@ def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
             "not_responding",
             "fail",
             f"{node.backend} returned no readings",
-            "the management library is not answering: check nvidia-smi / amd-smi; restart the "
+            f"the management library is not answering: check {hints.smi(vendor)}; restart the "
             "driver or reboot if it hangs",
             None,
         )
         return
-    for _info, sample in ctx.samples():
+    for info, sample in ctx.samples():
         if sample.error is not None and not sample.lost:
+            v = hints.vendor_of(info)
             yield _finding(
                 "not_responding",
                 "fail",
                 f"GPU {sample.index} not responding: {sample.error}",
-                "check nvidia-smi / amd-smi and the kernel log; reset the GPU or reboot",
+                f"check {hints.smi(v)}, that the {hints.driver_module(v)} driver is loaded, and "
+                f"the kernel log; reset the GPU ({hints.reset(v, sample.index)}) or reboot",
                 sample.index,
             )
 
 
 def rule_gpu_lost(ctx: RuleContext) -> Iterable[Finding]:
-    hint = "drain the node and reset the GPU (nvidia-smi -r) or reboot; RMA if it recurs"
-    for _info, sample in ctx.samples():
-        if sample.lost:
-            # Backends say "GPU is lost (fell off the bus)"; anything else is worth quoting.
-            error = sample.error or ""
-            said = ("lost", "fell off")
-            detail = "" if not error or any(w in error.lower() for w in said) else f": {error}"
-            message = f"GPU {sample.index} is lost (fell off the bus){detail}"
-            yield _finding("gpu_lost", "fail", message, hint, sample.index)
+    for info, sample in ctx.samples():
+        if not sample.lost:
+            continue
+        v = hints.vendor_of(info)
+        # Backends say "GPU is lost (fell off the bus)"; anything else is worth quoting.
+        error = sample.error or ""
+        said = ("lost", "fell off")
+        detail = "" if not error or any(w in error.lower() for w in said) else f": {error}"
+        message = f"GPU {sample.index} is lost (fell off the bus){detail}"
+        hint = (
+            f"drain the node and reset the GPU ({hints.reset(v, sample.index)}) or reboot; "
+            "reseat or RMA it if it recurs"
+        )
+        yield _finding("gpu_lost", "fail", message, hint, sample.index)
 
 
 def rule_gpu_count(ctx: RuleContext) -> Iterable[Finding]:
@@ -231,7 +242,7 @@ _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
     "ecc_double_bit": (
         "fail",
         "double-bit (uncorrectable) ECC error",
-        "drain the node and reset the GPU (nvidia-smi -r); RMA if it recurs",
+        "drain the node and reset the GPU; RMA if it recurs",
     ),
     "ecc_single_bit": (
         "info",
@@ -241,7 +252,7 @@ _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
     "gpu_lost": (
         "fail",
         "GPU fell off the bus",
-        "drain the node and reset the GPU (nvidia-smi -r) or reboot; RMA if it recurs",
+        "drain the node and reset the GPU or reboot; RMA if it recurs",
     ),
 }
 
@@ -253,22 +264,27 @@ def rule_gpu_event(ctx: RuleContext) -> Iterable[Finding]:
         severity, words, hint = known or (
             "warn",
             first.kind.replace("_", " "),
-            "check the kernel log and nvidia-smi -q",
+            "check the kernel log and the vendor tool's report (nvidia-smi -q / amd-smi metric)",
         )
         where = "" if first.gpu_index is None else f"GPU {first.gpu_index}: "
         detail = f" ({group[-1].message})" if group[-1].message and known is None else ""
+        if first.gpu_index is not None and "reset the GPU" in hint:
+            v = hints.vendor_of(ctx.snapshot.node.gpu(first.gpu_index), ctx.snapshot.node)
+            command = hints.reset(v, first.gpu_index)
+            hint = hint.replace("reset the GPU", f"reset the GPU ({command})")
         yield _event_finding("gpu_event", key, severity, where + words + detail, hint, group)
 
 
 def rule_ecc_uncorrected(ctx: RuleContext) -> Iterable[Finding]:
-    for _info, s in ctx.live():
+    for info, s in ctx.live():
         if s.ecc_volatile_uncorrected:
             yield _finding(
                 "ecc_uncorrected",
                 "fail",
                 f"GPU {s.index}: {s.ecc_volatile_uncorrected} uncorrected ECC error(s) since the "
                 "last driver load",
-                "drain the node and reset the GPU (nvidia-smi -r); RMA if errors return",
+                f"drain the node and reset the GPU "
+                f"({hints.reset(hints.vendor_of(info), s.index)}); RMA if errors return",
                 s.index,
             )
 
@@ -296,13 +312,14 @@ def rule_retired_pages(ctx: RuleContext) -> Iterable[Finding]:
                 "retired_pages",
                 "fail",
                 f"GPU {s.index}: retired memory pages pending",
-                "reset the GPU (nvidia-smi -r) or reboot so the page retirement takes effect",
+                f"reset the GPU ({hints.reset('nvidia', s.index)}) or reboot so the page "
+                "retirement takes effect",
                 s.index,
             )
 
 
 def rule_row_remap(ctx: RuleContext) -> Iterable[Finding]:
-    for _info, s in ctx.live():
+    for info, s in ctx.live():
         if s.remapped_rows_failure:
             yield _finding(
                 "row_remap",
@@ -317,7 +334,8 @@ def rule_row_remap(ctx: RuleContext) -> Iterable[Finding]:
                 "row_remap",
                 "warn",
                 f"GPU {s.index}: row remap pending, reset needed",
-                "reset the GPU (nvidia-smi -r) at the next opportunity; work can go on until then",
+                f"reset the GPU ({hints.reset(hints.vendor_of(info), s.index)}) at the next "
+                "opportunity; work can go on until then",
                 s.index,
                 "pending",
             )
@@ -330,7 +348,7 @@ def rule_ecc_disabled(ctx: RuleContext) -> Iterable[Finding]:
                 "ecc_disabled",
                 "warn",
                 f"GPU {s.index}: ECC is disabled on a datacenter GPU ({info.name})",
-                "enable it (nvidia-smi -e 1) and reboot; memory errors go undetected without it",
+                f"{hints.enable_ecc(info.vendor)}; memory errors go undetected without it",
                 s.index,
             )
 
@@ -368,28 +386,40 @@ def rule_power_limit(ctx: RuleContext) -> Iterable[Finding]:
                 "warn",
                 f"GPU {s.index} power limit {fmt_watts(s.power_limit_w)} is below the default "
                 f"{fmt_watts(default)}",
-                f"restore it with nvidia-smi -i {s.index} -pl {default:.0f} (root) unless the cap "
-                "is intended",
+                f"restore it with {hints.set_power_limit(hints.vendor_of(info), s.index, default)} "
+                "(root) unless the cap is intended",
                 s.index,
             )
 
 
+TEMPERATURE_SENSORS: tuple[tuple[str, str, str, str], ...] = (
+    ("gpu", "temperature_gpu_c", "temperature_slowdown_c", "slowdown temperature"),
+    ("hotspot", "temperature_hotspot_c", "temperature_hotspot_limit_c", "hotspot limit"),
+    ("memory", "temperature_memory_c", "temperature_memory_limit_c", "memory temperature limit"),
+)
+"""(subject, reading field, limit field, words): each sensor is judged against its own limit."""
+
+
 def rule_temperature(ctx: RuleContext) -> Iterable[Finding]:
     for info, s in ctx.live():
-        limit = info.temperature_slowdown_c if info is not None else None
-        temp = s.temperature_gpu_c
-        severity = temperature_level(temp, limit)
-        if severity == "ok" or temp is None or limit is None:
+        if info is None:
             continue
-        where = "at or above" if severity == "fail" else "near"
-        yield _finding(
-            "temperature",
-            severity,
-            f"GPU {s.index} at {fmt_temp(temp)}, {where} its slowdown temperature "
-            f"{fmt_temp(limit)}",
-            "check fans, airflow and inlet temperature; the GPU will slow down to cool off",
-            s.index,
-        )
+        for subject, reading, limit_field, words in TEMPERATURE_SENSORS:
+            temp: float | None = getattr(s, reading)
+            limit: float | None = getattr(info, limit_field)
+            severity = temperature_level(temp, limit)
+            if severity == "ok" or temp is None or limit is None:
+                continue
+            where = "at or above" if severity == "fail" else "near"
+            sensor = "" if subject == "gpu" else f" {subject}"
+            yield _finding(
+                "temperature",
+                severity,
+                f"GPU {s.index}{sensor} at {fmt_temp(temp)}, {where} its {words} {fmt_temp(limit)}",
+                "check fans, airflow and inlet temperature; the GPU will slow down to cool off",
+                s.index,
+                "" if subject == "gpu" else subject,
+            )
 
 
 def rule_pcie_link(ctx: RuleContext) -> Iterable[Finding]:
@@ -424,11 +454,12 @@ def rule_nvlink_down(ctx: RuleContext) -> Iterable[Finding]:
             xgmi = kinds.get(r.link, "xgmi" if amd else "nvlink") == "xgmi"
             word = "XGMI link" if xgmi else "NVLink"
             hint = (
-                "reset the GPU (amd-smi reset -G) and check the XGMI bridge / hive; reseat or RMA "
-                "if it persists"
+                f"reset the GPU ({hints.reset('amd', s.index)}) and check the XGMI bridge / hive; "
+                "reseat or RMA if it persists"
                 if xgmi
-                else "reset the GPU (nvidia-smi -r) and check the NVSwitch fabric manager "
-                "(systemctl status nvidia-fabricmanager); reseat or RMA if it persists"
+                else f"reset the GPU ({hints.reset('nvidia', s.index)}) and check the NVSwitch "
+                "fabric manager (systemctl status nvidia-fabricmanager); reseat or RMA if it "
+                "persists"
             )
             yield _finding(
                 "nvlink_down",
@@ -468,22 +499,23 @@ def _describe_proc(p: ProcessSample) -> str:
 
 
 def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
-    severity: Severity = "fail" if ctx.config.pre_job else "info"
+    severity: Severity = "fail" if ctx.config.require_idle else "info"
     me = ctx.config.current_user
     hint = (
         "wait for them to finish or ask their owners; in a prolog, drain the node"
-        if ctx.config.pre_job
+        if ctx.config.require_idle
         else "shared GPU: expect less memory and compute for your work"
     )
     for _info, s in ctx.live():
         procs = ctx.snapshot.processes_on(s.index)
-        others = [p for p in procs if p.user is None or p.user != me]
+        # A process that exited between the driver's listing and the host lookup is nobody's job.
+        others = [p for p in procs if not p.exited and (p.user is None or p.user != me)]
         held = sum(p.gpu_memory_bytes or 0 for p in procs)
         unexplained = (s.memory_used_bytes or 0) - held
         parts = []
         if others:
             listed = ", ".join(
-                f"{_describe_proc(p)} {_gb(p.gpu_memory_bytes)}"
+                f"{_describe_proc(p)} {_gib(p.gpu_memory_bytes)}"
                 if p.gpu_memory_bytes is not None
                 else _describe_proc(p)
                 for p in others[:3]
@@ -491,7 +523,7 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
             more = f" and {len(others) - 3} more" if len(others) > 3 else ""
             parts.append(f"{len(others)} process(es) of other users: {listed}{more}")
         if unexplained >= UNEXPLAINED_MEMORY_BYTES:
-            parts.append(f"{_gb(unexplained)} in use by processes not visible here")
+            parts.append(f"{_gib(unexplained)} in use by processes not visible here")
         if parts:
             yield _finding(
                 "other_processes", severity, f"GPU {s.index}: " + "; ".join(parts), hint, s.index
@@ -533,7 +565,7 @@ def rule_idle_memory(ctx: RuleContext) -> Iterable[Finding]:
         yield _finding(
             "idle_memory",
             severity,
-            f"{_describe_proc(p)} holds {_gb(p.gpu_memory_bytes)} on GPU {p.gpu_index} and has "
+            f"{_describe_proc(p)} holds {_gib(p.gpu_memory_bytes)} on GPU {p.gpu_index} and has "
             f"been idle for {fmt_duration(idle)}",
             "ask its owner to free it (e.g. shut down the notebook kernel) or end the process",
             p.gpu_index,
@@ -554,13 +586,16 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "ecc_disabled": (rule_ecc_disabled, "warn: ECC disabled on an HBM datacenter GPU"),
     "throttle": (rule_throttle, "fail: HW slowdown / HW thermal / power brake; warn: SW thermal"),
     "power_limit": (rule_power_limit, "warn: power limit set below the default"),
-    "temperature": (rule_temperature, "warn: within 5°C of slowdown; fail: at or above it"),
+    "temperature": (
+        rule_temperature,
+        "warn: within 5°C of a sensor's limit (GPU/edge, hotspot, memory); fail: at or above it",
+    ),
     "pcie_link": (rule_pcie_link, "warn: PCIe link below max gen / width under load"),
     "nvlink_down": (rule_nvlink_down, "fail: an NVLink / XGMI link is down"),
     "persistence_mode": (rule_persistence_mode, "warn: persistence mode off (Linux, datacenter)"),
     "other_processes": (
         rule_other_processes,
-        "info (fail with pre_job): other users' processes or memory in use",
+        "info (fail with --require-idle): other users' processes or memory in use",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
     "idle_memory": (

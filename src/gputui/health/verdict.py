@@ -20,7 +20,8 @@ from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, Snapshot
 from gputui.selection import Selection
 
 CHECK_RULES: dict[str, str] = {
-    "visible_devices": "fail: CUDA_VISIBLE_DEVICES names a GPU this node does not list",
+    "visible_devices": "fail: CUDA_VISIBLE_DEVICES names a GPU this node does not list, or "
+    "no GPU at all",
     "probe": "warn (--probe): a probe result LOW against spec or the node's other GPUs, "
     "or the probe failed",
 }
@@ -157,6 +158,19 @@ def evaluate(
             )
             for token in selection.unknown
         ]
+        if selection.none_visible is not None:
+            findings.append(
+                Finding(
+                    rule="visible_devices",
+                    severity="fail",
+                    message=f"no visible GPU: {selection.none_visible}",
+                    hint="a job started with this environment sees no GPU: fix or unset "
+                    "CUDA_VISIBLE_DEVICES (the scheduler sets it for the GPUs it allocated)",
+                    key="visible_devices:none",
+                    first_seen=snapshot.timestamp,
+                    last_seen=snapshot.timestamp,
+                )
+            )
     findings = sorted_findings(findings)
     statuses = []
     for index in judged:

@@ -29,6 +29,9 @@ from gputui.specs import SpecMatch, lookup, scaled_peaks
 
 EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
 
+CPU_RUN = "CPU run (--cpu): measured on this machine's CPU, not on a GPU"
+"""The label of a CPU run: the title of its text output and the start of its summary."""
+
 Peaks = dict[str, "float | None"]
 """Spec peaks by name (``bf16_tflops``, ``memory_bw_gbs`` ...), scaled to the GPU's share."""
 
@@ -172,16 +175,23 @@ class ProbeReport:
 
     @property
     def exit_code(self) -> int:
+        """0: every result OK/WARN; 1: any LOW; 2: some device could not be probed (refused:
+        lost, not answering or busy), a worker failed, torch is missing, or a cancel left no
+        result."""
         if self.refused or self.errors or self.no_torch or (self.cancelled and not self.judged):
             return EXIT_CANNOT
         return EXIT_LOW if any(j.verdict == V.LOW for j in self.judged) else EXIT_OK
 
     def summary(self) -> list[str]:
+        if self.mode == "cpu":
+            n = len(self.judged)
+            return [f"{CPU_RUN}: {n} result{'s' if n != 1 else ''}, values only, no spec."]
         return V.summary_lines(self.judged)
 
     def to_dict(self) -> JsonObject:
         return {
             "mode": self.mode,
+            "cpu_run": self.mode == "cpu",
             "verdict": V.worst(self.judged),
             "exit_code": self.exit_code,
             "results": [j.to_dict() for j in self.judged],

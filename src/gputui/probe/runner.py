@@ -6,7 +6,8 @@ runs the compute and memory tests of all GPUs in parallel and the PCIe / P2P tes
 time (links may share a switch), forwards every message to ``on_event(gpu, msg)``, samples
 telemetry every 0.5 s while it runs and attaches per-test medians to each result. ``cancel()``
 sends SIGTERM, then SIGKILL after 3 s; no child outlives :meth:`ProbeRunner.run`.
-:func:`probe_node` wraps it for the command line: the busy-GPU safety check, targets, verdicts.
+:func:`probe_node` wraps it for the command line: the safety checks (lost and unanswering GPUs
+refused, busy ones unless forced), targets, verdicts.
 
 GPU numbers are NVML indices. Children get ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and no
 ``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th GPU in PCI bus order, which is NVML's order
@@ -73,8 +74,12 @@ BUSY_MEMORY_BYTES = 1 << 30
 BUSY_MEMORY_FRACTION = 0.05
 CPU_SIZE_SCALE = 0.02
 SIM_NOTE = (
-    "the simulated node's GPUs cannot be probed (there is no real GPU to run torch on); "
-    "running the probe on the CPU instead"
+    "a simulated node's GPUs cannot be probed: there is no real GPU to run torch on. "
+    "`gputui probe --cpu` probes this machine's CPU instead"
+)
+REPLAY_NOTE = (
+    "a recording's GPUs cannot be probed: the probe measures GPUs live, on this machine. "
+    "`gputui probe --cpu` probes this machine's CPU instead"
 )
 
 Phase = list[tuple[Target, list[str]]]
@@ -115,6 +120,22 @@ def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) ->
     if not parts:
         return None
     return f"GPU {index} is busy: " + "; ".join(parts) + ". Use --force to probe it anyway."
+
+
+def unusable_reason(snapshot: Snapshot, index: int) -> str | None:
+    """Why a GPU cannot be probed at all, ``--force`` or not: its latest sample says it fell off
+    the bus (``lost``) or the driver did not answer (``error``); None when neither."""
+    sample = snapshot.sample(index)
+    if sample is None:
+        return None
+    detail = f" ({sample.error})" if sample.error else ""
+    if sample.lost:
+        why = f"GPU {index} is lost: it fell off the bus{detail}"
+    elif sample.error:
+        why = f"GPU {index} is not answering: the driver could not read it{detail}"
+    else:
+        return None
+    return why + ". It cannot be probed (not even with --force); see `gputui check`."
 
 
 class ProbeRunner:
@@ -377,7 +398,9 @@ def probe_node(
 ) -> ProbeReport:
     """Probe ``gpus`` of ``node`` (NVML indices; all when None), or the CPU when ``node`` is None.
 
-    ``snapshot``: a reading for the safety check (busy GPUs are refused unless ``force``)."""
+    ``snapshot``: a reading for the safety checks. A GPU whose sample says lost or error is
+    refused even with ``force`` (the others are still probed; the exit code is 2); busy GPUs
+    refuse the whole run unless ``force``. Every refusal is a line in ``report.refused``."""
     report = ProbeReport(mode="gpu" if node is not None else "cpu")
     if node is None:
         targets = [Target(None, "cpu", "CPU")]
@@ -386,11 +409,18 @@ def probe_node(
     else:
         indices = sorted(gpus) if gpus is not None else [g.index for g in node.gpus]
         cuda = cuda_index_map(node)
-        if snapshot is not None and not force:
-            own = (os.getpid(),)
-            report.refused = [why for i in indices if (why := busy_reason(snapshot, i, own))]
-            if report.refused:
-                return report
+        if snapshot is not None:
+            unusable = {i: why for i in indices if (why := unusable_reason(snapshot, i))}
+            report.refused = list(unusable.values())
+            indices = [i for i in indices if i not in unusable]
+            if not force:
+                own = (os.getpid(),)
+                busy = [why for i in indices if (why := busy_reason(snapshot, i, own))]
+                if busy:
+                    report.refused += busy
+                    return report
+        if not indices:
+            return report
         targets = [Target(i, f"cuda:{cuda[i]}", f"GPU {i}") for i in indices]
         for i in indices:
             info = node.gpu(i)
@@ -429,6 +459,7 @@ __all__ = [
     "EXIT_CANNOT",
     "EXIT_LOW",
     "EXIT_OK",
+    "REPLAY_NOTE",
     "SIM_NOTE",
     "EventCallback",
     "GpuRun",
@@ -445,4 +476,5 @@ __all__ = [
     "progress_printer",
     "render_table",
     "spec_for",
+    "unusable_reason",
 ]

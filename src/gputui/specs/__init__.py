@@ -7,7 +7,8 @@ non-tensor (CUDA-core / vector) rate. Memory sizes are decimal GB and bandwidths
 
 Lookup order (:func:`lookup`):
 
-1. exact name (trimmed, case-insensitive) against the row's name strings, then its model name;
+1. exact name (trimmed, case-insensitive) against the row's name strings, then its model name
+   (with or without the vendor: ``H100 SXM5 80GB``, ``NVIDIA H100 SXM5 80GB``);
 2. the longest name string found in the reported name on word boundaries (so ``NVIDIA L4`` never
    matches ``NVIDIA L40S``), skipping rows whose ``exclude`` strings occur in the name;
 3. several rows for one name (``AMD Instinct MI250X / MI250``): the row whose SM/CU count equals
@@ -36,6 +37,7 @@ __all__ = [
     "SpecMatch",
     "all_names",
     "estimate",
+    "find_models",
     "load_specs",
     "lookup",
     "normalize_arch",
@@ -182,7 +184,7 @@ def lookup(
         exact = [s for s in specs if any(_norm(n) == key for n in s.names)]
         if exact:
             return _scaled(_pick(exact, sm_count), "exact", sm_count, "exact name")
-        by_model = [s for s in specs if _norm(s.model) == key]
+        by_model = [s for s in specs if key in (_norm(s.model), _norm(f"{s.vendor} {s.model}"))]
         if by_model:
             return _scaled(_pick(by_model, sm_count), "exact", sm_count, "exact model name")
         best_len = 0
@@ -219,7 +221,9 @@ FLOP_PER_CLOCK: dict[str, _Rates] = {
     "8.9": (256, 512, 1024, 1024, 2048, 2048),
     "9.0": (256, 2048, 4096, 4096, 8192, 8192),
     "10.0": (256, 4096, 8192, 8192, 16384, 16384),
-    "12.0": (256, 256, 512, 512, 2048, 2048),
+    # GeForce Blackwell: FP16/BF16 and FP8 with FP32 accumulate at half the FP16-accumulate rate
+    # (RTX 5090: 170 x 2407 MHz x 1024 = 419 TFLOPS FP8); INT8 accumulates in INT32, full rate.
+    "12.0": (256, 256, 512, 512, 1024, 2048),
     "gfx908": (128, None, 1024, 512, None, 1024),
     "gfx90a": (128, None, 1024, 1024, None, 1024),
     "gfx942": (256, 1024, 2048, 2048, 4096, 4096),
@@ -307,6 +311,20 @@ def scaled_peaks(match: SpecMatch) -> dict[str, float | None]:
         peaks[name] = None if value is None else value * match.scale
     peaks["memory_bw_gbs"] = match.spec.memory_bw_gbs
     return peaks
+
+
+def find_models(query: str) -> list[GpuSpec]:
+    """Rows whose model name, with or without the vendor, contains ``query`` (trimmed,
+    case-insensitive) from the start of a word to the end of a word or of its letters or digits:
+    what a person types after reading the table of ``gputui specs`` (``H100 SXM`` for ``H100
+    SXM5 80GB``, ``mi300x``, ``b200``), never part of a number (``H10`` is not ``H100``). Not used
+    for reported device names."""
+    key = _norm(query)
+    if not key:
+        return []
+    end = r"(?:(?![0-9a-z])|(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z]))"
+    word = re.compile(r"(?<![0-9a-z])" + re.escape(key) + end)
+    return [s for s in load_specs() if word.search(_norm(f"{s.vendor} {s.model}"))]
 
 
 def all_names() -> list[str]:

@@ -16,11 +16,13 @@ Calls per tier (``h`` is a cached processor handle):
   ``amdsmi_get_rocm_version``; per GPU ``get_gpu_asic_info``, ``get_gpu_board_info``,
   ``get_gpu_device_uuid``, ``get_gpu_device_bdf``, ``get_gpu_memory_total(VRAM)`` (else
   ``get_gpu_vram_info``), ``get_power_cap_info``, ``get_clock_info(GFX/MEM)``, ``get_pcie_info``,
-  ``get_temp_metric(HOTSPOT, CRITICAL/EMERGENCY)``, ``get_gpu_ecc_enabled``,
-  ``get_gpu_vbios_info``, ``get_gpu_driver_info`` (first GPU). Topology: per GPU pair (a < b)
-  ``topo_get_link_type``, ``topo_get_link_weight``, ``is_P2P_accessible``; per GPU
-  ``topo_get_numa_node_number`` and ``get_link_metrics`` (the XGMI links and their peers), plus
-  sysfs ``local_cpulist`` for the CPU affinity.
+  ``get_temp_metric(EDGE/HOTSPOT/VRAM, CRITICAL)`` (each sensor's limit), ``(HOTSPOT,
+  EMERGENCY)``, ``(EDGE, CURRENT)`` when the edge has no limit (is there an edge sensor?),
+  ``get_gpu_ecc_enabled``, ``get_gpu_vbios_info``, ``get_gpu_driver_info`` (first GPU).
+  Topology: per GPU pair (a < b) ``topo_get_link_type``, ``topo_get_link_weight``,
+  ``is_P2P_accessible``; per GPU ``get_link_metrics`` (the XGMI links and their peers) and, where
+  it has XGMI links, ``get_xgmi_info`` (lanes per link); sysfs ``numa_node`` (else
+  ``topo_get_numa_node_number``) and ``local_cpulist`` for the NUMA and CPU affinity.
 - fast (every ``read_gpus``): ``get_gpu_activity``, ``get_gpu_memory_usage(VRAM)`` (else
   ``get_gpu_vram_usage``), ``get_power_info``, ``get_power_cap_info``, ``get_energy_count``,
   ``get_temp_metric(EDGE/HOTSPOT/VRAM, CURRENT)``, ``get_gpu_fan_speed(0)``,

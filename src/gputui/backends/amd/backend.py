@@ -106,7 +106,15 @@ class AmdSmiBackend(Backend):
         samples = []
         for index in range(len(self._calls.handles)):
             try:
-                samples.append(self._reader.read(index, now, slow))
+                self._calls.begin_reading(index)
+                sample = self._reader.read(index, now, slow)
+                error = self._calls.failed_reading(index)
+                if error is not None:
+                    # AMD-SMI or the amdgpu driver is not answering for this GPU: say so (it
+                    # has not fallen off the bus), and read it all again next time.
+                    self._reader.forget_gpu(index)
+                    sample = GpuSample(index=index, timestamp=now, error=error)
+                samples.append(sample)
             except GpuGone as gone:
                 self._reader.forget_gpu(index)
                 samples.append(GpuSample(index=index, timestamp=now, lost=True, error=str(gone)))

@@ -2,9 +2,12 @@
 
 :meth:`AmdCalls.call` turns "N/A" answers and errors into ``None``: NOT_SUPPORTED (and other
 errors that cannot change while we run) is remembered per (GPU, call) and never asked again;
-RETRY/BUSY is ``None`` for this tick only; an error meaning the GPU is gone (NOT_FOUND,
-DRIVER_NOT_LOADED, ...) is confirmed with a second call and then raises :class:`GpuGone`, which
-turns that GPU's sample into ``lost=True`` while the other GPUs carry on.
+RETRY/BUSY is ``None`` for this tick only; an error meaning the GPU is gone (NOT_FOUND, IO, ...)
+is confirmed with a second call and then raises :class:`GpuGone`, which turns that GPU's sample
+into ``lost=True`` while the other GPUs carry on. An error meaning the library or the amdgpu
+driver is not answering (DRIVER_NOT_LOADED, NOT_INIT, UNKNOWN_ERROR ...) is ``None`` too, never
+remembered, and noted for the GPU's current reading (:meth:`AmdCalls.failed_reading`), which then
+carries the error instead of its values; the next reading asks everything again.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from gputui.backends.common import UnsupportedCalls
 _STATUS_DEFAULTS: dict[str, int] = {
     "NOT_SUPPORTED": 2,
     "NOT_YET_IMPLEMENTED": 3,
+    "FAIL_LOAD_MODULE": 4,
     "FAIL_LOAD_SYMBOL": 5,
     "DRM_ERROR": 6,
     "TIMEOUT": 8,
@@ -24,19 +28,35 @@ _STATUS_DEFAULTS: dict[str, int] = {
     "NO_PERM": 10,
     "INTERRUPT": 11,
     "IO": 12,
+    "INIT_ERROR": 18,
     "BUSY": 30,
     "NOT_FOUND": 31,
     "NOT_INIT": 32,
     "DRIVER_NOT_LOADED": 34,
     "AMDGPU_RESTART_ERR": 54,
+    "UNKNOWN_ERROR": 0xFFFFFFFF,
 }
 # Errors that cannot go away while we run: remembered per (GPU, call), never asked again.
 # NO_PERM is here too: group membership (render/video) does not change inside a running process.
 _PERMANENT = ("NOT_SUPPORTED", "NOT_YET_IMPLEMENTED", "FAIL_LOAD_SYMBOL", "NO_PERM")
 # Busy or interrupted: None this tick, asked again next tick.
 _TRANSIENT = ("RETRY", "BUSY", "TIMEOUT", "INTERRUPT")
-# The GPU (or its driver) has gone away; confirmed with a second call before the GPU is marked lost.
-_GONE = ("NOT_FOUND", "NOT_INIT", "DRIVER_NOT_LOADED", "AMDGPU_RESTART_ERR", "DRM_ERROR", "IO")
+# The GPU has gone away (no such device any more, I/O to it fails); confirmed with a second call
+# before the GPU is marked lost.
+_GONE = ("NOT_FOUND", "DRM_ERROR", "IO")
+# The library or the amdgpu driver is not answering: the GPU's reading says so (not "lost").
+# Status -> (words, whether one such answer is proof; if not, it counts only when no call of the
+# reading answered, as it can also come from one odd call).
+_DRIVER = {
+    "DRIVER_NOT_LOADED": ("amdgpu driver not loaded", True),
+    "NOT_INIT": ("library not initialized", True),
+    "FAIL_LOAD_MODULE": ("cannot load the library", True),
+    "INIT_ERROR": ("initialization error", False),
+    "AMDGPU_RESTART_ERR": ("amdgpu driver restart failed (see dmesg)", False),
+    "UNKNOWN_ERROR": ("unknown error", False),
+}
+ERROR_PREFIX = "AMD-SMI: "
+"""What a GPU sample's ``error`` starts with when AMD-SMI stopped answering for it."""
 # Errors that are bugs in how a call was made (or in the wrapper): they repeat forever.
 _PARAMETER_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
@@ -72,6 +92,10 @@ class AmdCalls:
         self._permanent = frozenset(self._status[n] for n in _PERMANENT)
         self._transient = frozenset(self._status[n] for n in _TRANSIENT)
         self._gone = frozenset(self._status[n] for n in _GONE)
+        self._driver = {self._status[n]: words for n, words in _DRIVER.items()}
+        # Per GPU, the current reading: calls answered, and the "not answering" error noted.
+        self._answered: dict[int, int] = {}
+        self._driver_error: dict[int, tuple[str, bool]] = {}
 
     def call(self, index: int, key: str, fn_name: str, *args: Any) -> Any:
         """Call ``fn_name(handle, *args)`` for GPU ``index``; None when the answer is not usable.
@@ -86,9 +110,27 @@ class AmdCalls:
             self.unsupported.add(index, key)
             return None
         try:
-            return fn(self.handles[index], *args)
+            result = fn(self.handles[index], *args)
         except Exception as exc:
             return self._failed(index, key, fn_name, exc)
+        self._answered[index] = self._answered.get(index, 0) + 1
+        return result
+
+    def begin_reading(self, index: int) -> None:
+        """Start counting the answers of a new reading of GPU ``index``."""
+        self._answered[index] = 0
+        self._driver_error.pop(index, None)
+
+    def failed_reading(self, index: int) -> str | None:
+        """The sample error of GPU ``index``'s reading since :meth:`begin_reading` when AMD-SMI
+        was not answering for it (``"AMD-SMI: amdgpu driver not loaded"``), else None."""
+        noted = self._driver_error.get(index)
+        if noted is None:
+            return None
+        words, certain = noted
+        if certain or self._answered.get(index, 0) == 0:
+            return ERROR_PREFIX + words
+        return None
 
     def is_unsupported(self, index: int, key: str) -> bool:
         return self.unsupported.has(index, key)
@@ -127,6 +169,12 @@ class AmdCalls:
             return None
         if code in self._permanent:
             self.unsupported.add(index, key)
+            return None
+        if code in self._driver:
+            words, certain = self._driver[code]
+            noted = self._driver_error.get(index)
+            if noted is None or not noted[1]:  # a telling error is kept over a vague one
+                self._driver_error[index] = (words, certain)
             return None
         if code in self._gone and self._confirm_gone(index, fn_name):
             raise GpuGone(f"GPU lost: {self.describe(exc)}")

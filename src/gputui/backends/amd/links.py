@@ -23,6 +23,10 @@ _PATH_LINK_TYPES = {_LINK_TYPE_PCIE: "pcie", _LINK_TYPE_XGMI: "xgmi"}
 # a fault) and "N/A" give None, so an unused link never reads as a failed one.
 _LINK_UP = {"U": True, "D": False}
 
+# Link widths an XGMI link can have; older amdsmi fills a link's max_bandwidth with its width.
+_LANE_COUNTS = frozenset({1, 2, 4, 8, 16, 32})
+_MAX_LANES = 32
+
 LinkRateKey = tuple[int, int | None, str]
 """(GPU index, link index or None for the sum over links, "read" or "write")."""
 
@@ -36,13 +40,10 @@ def read_topology(calls: AmdCalls, gpus: Sequence[GpuInfo]) -> Topology:
     """GPU pairs, XGMI links and CPU locality. Whatever the library (or sysfs) cannot say is
     None or left out."""
     count = len(calls.handles)
-    numa = [_numa_node(calls, i) for i in range(count)]
+    bus_ids = [gpus[i].pci_bus_id if i < len(gpus) else None for i in range(count)]
+    numa = [_numa_node(calls, i, bus_ids[i]) for i in range(count)]
     locality = tuple(
-        GpuLocality(
-            gpu_index=i,
-            cpu_affinity=pci.local_cpulist(gpus[i].pci_bus_id if i < len(gpus) else None),
-            numa_node=numa[i],
-        )
+        GpuLocality(gpu_index=i, cpu_affinity=pci.local_cpulist(bus_ids[i]), numa_node=numa[i])
         for i in range(count)
     )
     paths = tuple(_path(calls, a, b, numa) for a in range(count) for b in range(a + 1, count))
@@ -55,7 +56,12 @@ def read_topology(calls: AmdCalls, gpus: Sequence[GpuInfo]) -> Topology:
     return Topology(paths=paths, links=links, locality=locality)
 
 
-def _numa_node(calls: AmdCalls, i: int) -> int | None:
+def _numa_node(calls: AmdCalls, i: int, bus_id: str | None) -> int | None:
+    """The PCI device's NUMA node from sysfs (what ``nvidia-smi topo -m`` shows for NVIDIA);
+    amdsmi's answer (read from the same file by the library) where sysfs cannot be read."""
+    node = pci.numa_node(bus_id)
+    if node is not None:
+        return node
     try:
         node = to_int(calls.call(i, "numa_node", "amdsmi_topo_get_numa_node_number"))
     except Exception:
@@ -95,25 +101,56 @@ def _static_links(calls: AmdCalls, i: int, local: Mapping[str, int]) -> list[Lin
     except Exception:
         return []
     result = []
+    lanes = _xgmi_lanes(calls, i) if entries else None
     for n, entry in entries or ():
         remote_bdf = _remote_bdf(entry.get("bdf"))
         remote = local.get(pci.canonical_pci_bus_id(remote_bdf) or "")
         if remote == i:
             remote = None
-        speed = positive(entry.get("bit_rate"))  # "current link speed in Gb/s" (amdsmi.h)
         result.append(
             LinkInfo(
                 gpu_index=i,
                 link=n,
                 kind="xgmi",
                 version=None,  # amdsmi reports no XGMI version
-                speed_gbps=float(speed) if speed is not None else None,
+                speed_gbps=xgmi_link_gbps(entry.get("bit_rate"), entry.get("max_bandwidth"), lanes),
                 remote_type="gpu" if remote is not None else None,
                 remote_gpu_index=remote,
                 remote_pci_bus_id=remote_bdf,
             )
         )
     return result
+
+
+def _xgmi_lanes(calls: AmdCalls, i: int) -> int | None:
+    """Lanes per XGMI link (``amdsmi_get_xgmi_info``'s ``xgmi_lanes``: 16 on MI300X)."""
+    try:
+        info = calls.call(i, "xgmi_info", "amdsmi_get_xgmi_info")
+    except Exception:
+        return None
+    lanes = positive(get(info, "xgmi_lanes"))
+    return lanes if lanes is not None and lanes <= _MAX_LANES else None
+
+
+def xgmi_link_gbps(bit_rate: Any, max_bandwidth: Any, lanes: int | None) -> float | None:
+    """Speed of one whole XGMI link in Gb/s per direction.
+
+    ``bit_rate`` is per lane ("current link speed in Gb/s", amdsmi.h; the gpu_metrics
+    ``xgmi_link_speed``): the link is its lanes times that, e.g. MI300X 16 x 32 Gb/s = 512 Gb/s
+    (64 GB/s). Without the lane count, ``max_bandwidth`` serves: amdsmi 7 documents it as the
+    link's bandwidth in Gb/s, while older versions fill it with the link width (16).
+    """
+    rate = positive(bit_rate)
+    if rate is not None and lanes is not None:
+        return float(rate * lanes)
+    bandwidth = positive(max_bandwidth)
+    if bandwidth is None:
+        return None
+    if rate is None:  # only a bandwidth well above any lane count is one
+        return float(bandwidth) if bandwidth > _MAX_LANES else None
+    if bandwidth in _LANE_COUNTS and bandwidth <= rate:  # a width, not a bandwidth
+        return float(rate * bandwidth)
+    return float(bandwidth) if bandwidth >= rate else None
 
 
 def xgmi_entries(metrics: Any) -> XgmiEntries | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.amd.calls import AmdCalls, GpuGone
@@ -47,9 +48,12 @@ def _read_static(calls: AmdCalls, i: int) -> GpuInfo:
     gfx_clock = clock_info(calls, i, "GFX")
     mem_clock = clock_info(calls, i, "MEM")
     pcie_static = get(calls.call(i, "pcie_info", "amdsmi_get_pcie_info"), "pcie_static")
+    # amdsmi has one maximum and does not say whether the slot limits it: it is the link's
+    # maximum (pcie_max_gen), and the GPU's own maximum (pcie_gpu_max_gen) stays unknown.
     max_gen = pcie_gen(get(pcie_static, "max_pcie_speed"))
     if max_gen is None:
         max_gen = positive(get(pcie_static, "pcie_interface_version"))
+    limits = temperature_limits(calls, i)
     ecc_mask = to_int(calls.call(i, "ecc_enabled", "amdsmi_get_gpu_ecc_enabled"))
     vbios = calls.call(i, "vbios_info", "amdsmi_get_gpu_vbios_info")
 
@@ -71,12 +75,40 @@ def _read_static(calls: AmdCalls, i: int) -> GpuInfo:
         graphics_clock_max_mhz=positive(get(gfx_clock, "max_clk")),
         pcie_max_gen=max_gen,
         pcie_max_width=positive(get(pcie_static, "max_pcie_width")),
-        temperature_slowdown_c=temperature(calls, i, "HOTSPOT", "CRITICAL", threshold=True),
+        pcie_gpu_max_gen=None,
+        temperature_slowdown_c=limits.main,
         temperature_shutdown_c=temperature(calls, i, "HOTSPOT", "EMERGENCY", threshold=True),
+        temperature_hotspot_limit_c=limits.hotspot,
+        temperature_memory_limit_c=limits.memory,
         mig_enabled=None,
         ecc_enabled=None if ecc_mask is None else bool(ecc_mask & _UMC_BLOCK),
         vbios_version=text(get(vbios, "version")) or text(get(vbios, "part_number")),
         serial=text(get(board, "product_serial")) or text(get(asic, "asic_serial")),
+    )
+
+
+@dataclass(frozen=True)
+class TemperatureLimits:
+    """The CRITICAL temperature (what ``amd-smi static --limit`` calls the slowdown
+    temperature) of each sensor, each compared with its own sensor's reading."""
+
+    main: float | None
+    """The sensor ``temperature_gpu_c`` reads: edge, or the hotspot on GPUs without an edge
+    sensor (MI300 class)."""
+    hotspot: float | None
+    memory: float | None
+
+
+def temperature_limits(calls: AmdCalls, i: int) -> TemperatureLimits:
+    """Each sensor's limit. The main one follows the rule the readings use (edge when it
+    reads, else the hotspot), so a 114 °C junction is never judged against the edge's limit nor
+    an edge temperature against the junction's."""
+    edge = temperature(calls, i, "EDGE", "CRITICAL", threshold=True)
+    hotspot = temperature(calls, i, "HOTSPOT", "CRITICAL", threshold=True)
+    memory = temperature(calls, i, "VRAM", "CRITICAL", threshold=True)
+    no_edge_sensor = edge is None and temperature(calls, i, "EDGE", "CURRENT") is None
+    return TemperatureLimits(
+        main=hotspot if no_edge_sensor else edge, hotspot=hotspot, memory=memory
     )
 
 

@@ -128,7 +128,15 @@ class NvmlBackend(Backend):
         for gpu in self._gpus:
             if not gpu.lost and self._calls is not None:
                 try:
-                    samples.append(read_sample(self._calls, gpu, now, slow))
+                    gpu.begin_reading()
+                    sample = read_sample(self._calls, gpu, now, slow)
+                    error = gpu.failed_reading()
+                    if error is not None:
+                        # NVML is not answering for this GPU (driver unloaded, library and
+                        # driver out of step ...): say so, and read it all again next time.
+                        gpu.rates.clear()
+                        sample = GpuSample(index=gpu.index, timestamp=now, error=error)
+                    samples.append(sample)
                     continue
                 except GpuLost:
                     gpu.mark_lost()

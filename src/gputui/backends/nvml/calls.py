@@ -3,7 +3,10 @@
 Every per-device call goes through :meth:`NvmlCalls.query`: an answer of "not supported" (or a
 symbol the driver or binding lacks) becomes ``None`` and is remembered per GPU, so that call is
 never made again; ``GpuIsLost`` raises :class:`GpuLost`, which marks that GPU lost while the
-other GPUs carry on.
+other GPUs carry on. An error that means the library or driver is not answering
+(``DriverNotLoaded``, ``Uninitialized``, ``LibRmVersionMismatch``, ``Unknown`` ...) is ``None``
+too, never remembered, and noted on the GPU (:attr:`NvmlGpu.driver_error`) so the reading can
+say so (:meth:`NvmlGpu.failed_reading`); it is asked again on the next read.
 """
 
 from __future__ import annotations
@@ -17,6 +20,25 @@ from gputui.backends.common import CounterRates, UnsupportedCalls
 from gputui.model import GpuInfo, MigDeviceInfo
 
 LOST_MESSAGE = "GPU is lost (fell off the bus)"
+ERROR_PREFIX = "NVML: "
+"""What a GPU sample's ``error`` starts with when NVML stopped answering for it."""
+
+# Errors that mean the library or the kernel driver is not answering (rather than "this GPU
+# cannot do that"), with the words a user sees. Those marked ``True`` can also come from one
+# odd call on a working GPU, so they count only when no call of the reading answered.
+_DRIVER_ERRORS: dict[str, tuple[str, bool]] = {
+    "NVMLError_DriverNotLoaded": ("NVIDIA driver not loaded", False),
+    "NVMLError_Uninitialized": ("library not initialized", False),
+    "NVMLError_LibRmVersionMismatch": (
+        "library and kernel driver versions differ (driver updated but not reloaded)",
+        False,
+    ),
+    "NVMLError_LibraryNotFound": ("libnvidia-ml.so.1 not found", False),
+    "NVMLError_Unknown": ("unknown error", True),
+    "NVMLError_IrqIssue": ("interrupt problem talking to the GPU", True),
+    "NVMLError_OperatingSystem": ("the operating system blocked the request", True),
+    "NVMLError_ResetRequired": ("the GPU needs a reset", True),
+}
 
 
 class GpuLost(Exception):
@@ -43,10 +65,30 @@ class NvmlGpu:
     rates: CounterRates[str] = field(default_factory=CounterRates)
     util_seen_us: dict[str, int] = field(default_factory=dict)
     nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
+    # The current reading (see begin_reading): calls answered, and the last "library or driver
+    # not answering" error with whether it alone is proof (False: only if nothing answered).
+    answered: int = 0
+    driver_error: str | None = None
+    driver_error_certain: bool = False
 
     def mark_lost(self, message: str = LOST_MESSAGE) -> None:
         self.lost = True
         self.error = message
+
+    def begin_reading(self) -> None:
+        """Start counting the answers of a new reading."""
+        self.answered = 0
+        self.driver_error = None
+        self.driver_error_certain = False
+
+    def failed_reading(self) -> str | None:
+        """The sample error of the reading since :meth:`begin_reading` when NVML was not
+        answering for this GPU (``"NVML: NVIDIA driver not loaded"``), else None."""
+        if self.driver_error is None:
+            return None
+        if self.driver_error_certain or self.answered == 0:
+            return ERROR_PREFIX + self.driver_error
+        return None
 
 
 class NvmlCalls:
@@ -67,13 +109,20 @@ class NvmlCalls:
             ctypes.ArgumentError,  # argument types the driver's symbol does not take
         )
         self.lost_errors = error_classes(nvml, "NVMLError_GpuIsLost")
+        self._driver_errors: tuple[tuple[type[BaseException], str, bool], ...] = tuple(
+            (cls, words, needs_silence)
+            for name, (words, needs_silence) in _DRIVER_ERRORS.items()
+            for cls in error_classes(nvml, name)
+        )
+        self._driver_error_classes = tuple(cls for cls, _, _ in self._driver_errors)
 
     def query(self, gpu: NvmlGpu, key: str, fn: str | Callable[..., Any] | None, *args: Any) -> Any:
         """``fn(*args)`` for ``gpu`` (``fn`` a pynvml name or a callable), or None.
 
         "Not supported" (also a symbol missing from driver or binding, no permission, invalid
-        argument) is remembered under ``key`` and never asked again; other NVML errors are taken
-        as transient; a lost GPU raises :class:`GpuLost`.
+        argument) is remembered under ``key`` and never asked again; "the library or driver is
+        not answering" is noted on ``gpu`` (never remembered: asked again next time); other
+        NVML errors are taken as transient; a lost GPU raises :class:`GpuLost`.
         """
         if self.unsupported.has(gpu.index, key):
             return None
@@ -82,14 +131,27 @@ class NvmlCalls:
             self.unsupported.add(gpu.index, key)
             return None
         try:
-            return call(*args)
+            result = call(*args)
         except self.lost_errors:
             raise GpuLost from None
         except self._unsupported_errors:
             self.unsupported.add(gpu.index, key)
             return None
+        except self._driver_error_classes as exc:
+            self._note_driver_error(gpu, exc)
+            return None
         except self.nvml.NVMLError:
             return None
+        gpu.answered += 1
+        return result
+
+    def _note_driver_error(self, gpu: NvmlGpu, exc: BaseException) -> None:
+        for cls, words, needs_silence in self._driver_errors:
+            if isinstance(exc, cls):
+                if not (gpu.driver_error_certain and needs_silence):  # keep the telling one
+                    gpu.driver_error = words
+                gpu.driver_error_certain = gpu.driver_error_certain or not needs_silence
+                return
 
     def first(self, gpu: NvmlGpu, key: str, calls: Sequence[str], *args: Any) -> Any:
         """The first of ``calls`` (newest first) the driver supports; the rest are fallbacks."""

@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from gputui import pci
 from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu
 from gputui.backends.nvml.fields import (
     FI_NVLINK_DATA_RX,
@@ -36,6 +37,10 @@ _ERROR_COUNTERS = (
     NVLINK_ERROR_DL_CRC_FLIT,
     NVLINK_ERROR_DL_CRC_DATA,
 )
+# nvmlNvlinkVersion_t -> the NVLink generation users name (H100: NVLink 4). NVML answers
+# nvmlDeviceGetNvLinkVersion with this enum, not the number: 1.0 = 1, 2.0 = 2, 2.2 = 3,
+# 3.0 = 4, 3.1 = 5, 4.0 = 6, 5.0 = 7, 6.0 = 8 (0 is INVALID).
+NVLINK_VERSIONS = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
 # nvmlNvLinkDeviceType_t: 0 GPU, 1 IBM NPU (the CPU side of a POWER9 link), 2 NVSwitch.
 NVLINK_REMOTE_TYPES = {0: "gpu", 1: "cpu", 2: "switch"}
 # nvmlGpuP2PCapsIndex_t. The binding's NVML_P2P_CAPS_INDEX_READ is the tuple ``(0,)`` (a trailing
@@ -104,6 +109,10 @@ def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> li
                 break  # NotSupported / InvalidArgument: no link with this id, nor above
             continue  # a transient error: skip this link
         if not found:  # one field for every active link; asked only where links exist
+            # The common speed of the active links, per link and per direction, in MB/s: the
+            # signalling rate nvidia-smi prints ("26.562 GB/s" per H100 NVLink 4 link, i.e.
+            # 212.5 Gb/s), which is what is reported. The payload rate is lower (25 GB/s =
+            # 200 Gb/s per direction on H100) and NVML does not report it.
             mbps = read_fields(calls, gpu, ((FI_NVLINK_SPEED_COMMON, 0),)).get(
                 (FI_NVLINK_SPEED_COMMON, 0)
             )
@@ -125,7 +134,7 @@ def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> li
                 gpu_index=gpu.index,
                 link=link,
                 kind="nvlink",
-                version=to_int(
+                version=nvlink_version(
                     calls.query(gpu, key + "version", "nvmlDeviceGetNvLinkVersion", h, link)
                 ),
                 speed_gbps=speed,
@@ -137,14 +146,26 @@ def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> li
     return found
 
 
+def nvlink_version(value: Any) -> int | None:
+    """The NVLink generation (4 on H100) from NVML's nvmlNvlinkVersion_t answer; None for
+    INVALID or a value this table does not know."""
+    number = to_int(value)
+    return NVLINK_VERSIONS.get(number) if number is not None else None
+
+
 def _locality(calls: NvmlCalls, gpu: NvmlGpu) -> GpuLocality:
+    """CPU and NUMA affinity as ``nvidia-smi topo -m`` shows them: the NUMA node is the PCI
+    device's (sysfs ``numa_node``), not ``nvmlDeviceGetNumaNodeId`` (the "GPU NUMA ID": the node
+    of the GPU's own memory on coherent systems such as Grace Hopper). The CPU list is NVML's,
+    else sysfs ``local_cpulist``."""
     words = max(16, -(-(os.cpu_count() or 1) // AFFINITY_WORD_BITS))  # at least 1024 CPUs
     mask = calls.query(gpu, "cpu_affinity", "nvmlDeviceGetCpuAffinity", gpu.handle, words)
-    numa = calls.query(gpu, "numa_node", "nvmlDeviceGetNumaNodeId", gpu.handle)
+    bus_id = gpu.info.pci_bus_id if gpu.info is not None else None
+    cpus = format_cpu_list(mask) if mask is not None else None
     return GpuLocality(
         gpu_index=gpu.index,
-        cpu_affinity=format_cpu_list(mask) if mask is not None else None,
-        numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
+        cpu_affinity=cpus if cpus is not None else pci.local_cpulist(bus_id),
+        numa_node=pci.numa_node(bus_id),
     )
 
 

@@ -32,10 +32,12 @@ class GpuModel:
     sm_clock_idle_mhz: int
     memory_clock_max_mhz: int
     memory_clock_idle_mhz: int
-    pcie_gen: int
+    pcie_gen: int  # the link's maximum: what GPU and slot allow together (NVML MaxPcieLink...)
     pcie_width: int
-    slowdown_c: float
+    slowdown_c: float  # limit of the main sensor (temperature_gpu_c)
     shutdown_c: float
+    hotspot_limit_c: float | None  # limit of the hotspot / junction sensor; None: not reported
+    memory_limit_c: float | None  # limit of the memory (HBM / VRAM) sensor; None: not reported
     vbios: str
     # behaviour
     idle_w: tuple[float, float]  # range drawn per GPU: power with no context
@@ -60,6 +62,12 @@ class GpuModel:
     pstate_busy: int = 0
     idle_reason: bool = True  # reports "gpu_idle" as a throttle reason when idle
     temp_is_hotspot: bool = False  # AMD MI300: no edge sensor, GPU temp falls back to hotspot
+    pcie_gpu_gen: int | None = None  # the GPU's own PCIe maximum; None: the same as pcie_gen
+
+    @property
+    def pcie_gpu_max_gen(self) -> int:
+        """What the GPU alone supports (it may sit in a slot of a lower generation)."""
+        return self.pcie_gpu_gen if self.pcie_gpu_gen is not None else self.pcie_gen
 
 
 H100_SXM = GpuModel(
@@ -82,6 +90,10 @@ H100_SXM = GpuModel(
     pcie_width=16,
     slowdown_c=89.0,
     shutdown_c=92.0,
+    # nvidia-smi -q on H100 SXM: "Memory Max Operating Temp: 95 C" (NVML's MEM_MAX threshold,
+    # the HBM3 limit); NVML has no hotspot sensor, hence no hotspot limit.
+    hotspot_limit_c=None,
+    memory_limit_c=95.0,
     vbios="96.00.89.00.01",
     idle_w=(68.0, 76.0),
     busy_w=(685.0, 735.0),
@@ -113,6 +125,9 @@ A100_PCIE_80 = GpuModel(
     pcie_width=16,
     slowdown_c=89.0,
     shutdown_c=92.0,
+    # nvidia-smi -q on A100 80GB: "Memory Max Operating Temp: 95 C" (HBM2e, NVML MEM_MAX).
+    hotspot_limit_c=None,
+    memory_limit_c=95.0,
     vbios="92.00.90.00.04",
     idle_w=(40.0, 46.0),
     busy_w=(290.0, 312.0),
@@ -143,6 +158,9 @@ RTX_4090 = GpuModel(
     pcie_width=16,
     slowdown_c=90.0,
     shutdown_c=95.0,
+    # GeForce: NVML reports neither a memory (GDDR6X) nor a hotspot limit ("N/A").
+    hotspot_limit_c=None,
+    memory_limit_c=None,
     vbios="95.02.18.80.87",
     idle_w=(14.0, 19.0),
     busy_w=(455.0, 475.0),
@@ -180,8 +198,14 @@ MI300X = GpuModel(
     memory_clock_idle_mhz=1300,
     pcie_gen=5,
     pcie_width=16,
-    slowdown_c=105.0,
+    # amd-smi's documented MI300X `amd-smi static --limit` example: SLOWDOWN_HOTSPOT_TEMPERATURE
+    # 100 °C and SLOWDOWN_MEM_TEMPERATURE 95 °C (the CRITICAL metric of HOTSPOT and VRAM),
+    # SHUTDOWN_HOTSPOT_TEMPERATURE 110 °C and SHUTDOWN_MEM_TEMPERATURE 105 °C (EMERGENCY).
+    # There is no edge sensor, so the main limit is the hotspot's.
+    slowdown_c=100.0,
     shutdown_c=110.0,
+    hotspot_limit_c=100.0,
+    memory_limit_c=95.0,
     vbios="113-M3000100-102",
     idle_w=(128.0, 142.0),
     busy_w=(820.0, 870.0),

@@ -1,6 +1,7 @@
 """Every health finding with its hint: severity, GPU, message, what to do, when it was first seen
 (snapshot clock), and whether it has cleared. Cleared findings stay listed until acknowledged
-(``a`` the selected one, ``A`` all cleared ones): the screen posts
+(``a`` the selected one, ``A`` all cleared ones); so do events (XIDs, ECC errors), which never
+"clear" by themselves. The screen posts
 :class:`~gputui.tui.messages.AcknowledgeFindings` and the app asks the sampler's health monitor.
 
 The list is rebuilt only when what it shows changes (not on every reading: ``last_seen`` of an
@@ -22,6 +23,7 @@ from textual.widgets.option_list import Option
 
 from gputui.format import finding_text, fmt_clock, sanitize
 from gputui.health.rollup import (
+    acknowledgeable,
     badge_text,
     finding_key,
     node_summary,
@@ -112,7 +114,7 @@ class FindingsScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "acknowledge", "Acknowledge", id="health.ack"),
-        Binding("A", "acknowledge_all", "Acknowledge all cleared", id="health.ack_all"),
+        Binding("A", "acknowledge_all", "Acknowledge all", id="health.ack_all"),
         Binding("escape,q", "close", "Close", id="health.close"),
     ]
 
@@ -147,7 +149,7 @@ class FindingsScreen(Screen[None]):
         self.snapshot = snapshot
         listed = {finding_key(f): f for f in snapshot.findings}
         # Forget hidden keys once the monitor has dropped them (or they came back active).
-        self._hidden = {k for k in self._hidden if k in listed and not listed[k].active}
+        self._hidden = {k for k in self._hidden if k in listed and acknowledgeable(listed[k])}
         self._set_findings(snapshot.findings)
 
     def _set_findings(self, findings: Sequence[Finding]) -> None:
@@ -163,10 +165,10 @@ class FindingsScreen(Screen[None]):
     def _show(self) -> None:
         findings = self.findings
         text, _ = node_summary(findings)
-        cleared = sum(1 for f in findings if not f.active)
+        cleared = sum(1 for f in findings if acknowledgeable(f))
         title = f"Health findings — {text}"
         if cleared:
-            title += f", {cleared} cleared (a: acknowledge, A: all)"
+            title += f", {cleared} to acknowledge (a: this one, A: all)"
         if self.snapshot is not None:
             title += f"   as of {fmt_clock(self.snapshot.timestamp)}"
         self.title_line.update(title)
@@ -224,9 +226,9 @@ class FindingsScreen(Screen[None]):
         if finding is None:
             self.app.notify("no finding selected", timeout=2)
             return
-        if finding.active:
+        if not acknowledgeable(finding):
             self.app.notify(
-                "still active: a finding can be acknowledged once it has cleared",
+                "still active: a condition can be acknowledged once it has cleared",
                 severity="warning",
                 timeout=3,
             )
@@ -235,13 +237,13 @@ class FindingsScreen(Screen[None]):
             self.app.notify(f"acknowledged: {sanitize(finding.message)}", timeout=2)
 
     def action_acknowledge_all(self) -> None:
-        cleared = [f for f in self.findings if not f.active]
+        cleared = [f for f in self.findings if acknowledgeable(f)]
         if not cleared:
-            self.app.notify("no cleared findings to acknowledge", timeout=2)
+            self.app.notify("no cleared findings or events to acknowledge", timeout=2)
             return
         done = self._acknowledge(cleared)
         if done:
-            self.app.notify(f"acknowledged {done} cleared finding{'s' if done != 1 else ''}")
+            self.app.notify(f"acknowledged {done} finding{'s' if done != 1 else ''}")
 
     def action_close(self) -> None:
         self.dismiss(None)

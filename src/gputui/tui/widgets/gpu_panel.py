@@ -44,12 +44,15 @@ from gputui.tui.widgets.gpu_pieces import (
     BADGE_CLASS,
     COMPACT_FIXED,
     COMPACT_TAIL,
-    COMPACT_THROTTLE,
     LOST_TEXT,
+    NOT_ANSWERING_TEXT,
     ROOMY_MIN_HEIGHT,
     WAITING_TEXT,
+    Fault,
     ecc_pieces,
+    fit_faults,
     flow,
+    gpu_faults,
     memory_class,
     mig_summary,
     pcie_pieces,
@@ -72,7 +75,6 @@ from gputui.tui.widgets.line_widget import (
     SELECTED,
     TITLE,
     VALUE,
-    WARN,
     Line,
     LineBuilder,
     LineWidget,
@@ -185,8 +187,8 @@ class GpuPanel(LineWidget):
         b.add(sanitize(short_gpu_name(info.name))[:8].ljust(8), VALUE)
         if s is None:
             return [b.add(WAITING_TEXT, DIM).line(width)]
-        if s.lost:
-            b.add(LOST_TEXT, LOST)
+        if s.lost or s.error is not None:
+            b.add(LOST_TEXT if s.lost else f"{NOT_ANSWERING_TEXT}: {sanitize(s.error or '')}", LOST)
             badge = self._badge()
             if badge:
                 b.pad(width - line_width(badge) - 1).extend(badge)
@@ -215,21 +217,26 @@ class GpuPanel(LineWidget):
             optional.append([(fmt_power_pair(s.power_w, s.power_limit_w).rjust(9), VALUE)])
         else:
             optional.append([(" " * 9, "")])
+        faults = gpu_faults(s, info)
         if s.temperature_gpu_c is not None:
             cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
             optional.append([(fmt_temp(s.temperature_gpu_c).rjust(5), cls)])
-        flags = self._compact_flags(s)
+            # The temperature column already shows the main sensor's trouble.
+            main = f"{fmt_temp(s.temperature_gpu_c)}!"
+            faults = [f for f in faults if f.full[0][0] != main]
+        flags = [list(f.short) for f in faults]
         badge = self._badge()
-        if badge and self.health != "ok":
-            flags.insert(0, badge)
-        flags_w = sum(line_width(f) + 1 for f in flags)
+        head = [badge] if badge and self.health != "ok" else []
+        flags_w = sum(line_width(f) + 1 for f in [*head, *flags])
         while optional and b.width + sum(line_width(o) + 1 for o in optional) + flags_w > width:
             optional.pop(0)  # power goes first: with trouble flags, temperature matters more
-        for item in [*optional, *flags]:
+        for item in optional:
             b.add(" ").extend(item)
+        if head or flags:
+            b.add(" ").extend(fit_faults(head, faults, [], width - b.width - 1, " "))
         ok_badge = badge if badge and self.health == "ok" else []
         spark_w = width - b.width - 2 - (line_width(ok_badge) + 1 if ok_badge else 0)
-        if not flags and spark_w >= 6 and self.history is not None:
+        if not (head or flags) and spark_w >= 6 and self.history is not None:
             b.add("  ")
             b.add(sparkline(self._series("utilization_gpu_pct", spark_w), spark_w), PLOT_UTIL)
         if ok_badge and b.width + line_width(ok_badge) + 1 <= width:
@@ -238,23 +245,6 @@ class GpuPanel(LineWidget):
         if height >= 2:
             lines.append(self._compact_detail(s, width))
         return lines
-
-    def _compact_flags(self, s: GpuSample) -> list[list[Piece]]:
-        """Trouble worth a word even in the compact row (short words, each marked '!')."""
-        flags: list[list[Piece]] = []
-        vol, agg = s.ecc_volatile_uncorrected, s.ecc_aggregate_uncorrected
-        if (vol or 0) > 0 or (agg or 0) > 0:
-            flags.append(
-                [(f"ECC {vol if vol is not None else NA}/{agg if agg is not None else NA}!", BAD)]
-            )
-        if s.remapped_rows_failure or s.remapped_rows_pending or s.retired_pages_pending:
-            flags.append([("remap!", BAD)])
-        for reason in sorted(r for r in (s.throttle_reasons or ()) if r in THROTTLE_TROUBLE):
-            flags.append([(COMPACT_THROTTLE.get(reason, reason) + "!", BAD)])
-        pcie = pcie_pieces(s, self.info)
-        if any(cls == WARN for _, cls in pcie):
-            flags.append([("PCIe ", LABEL), *pcie])
-        return flags
 
     def _compact_detail(self, s: GpuSample, width: int) -> Line:
         items: list[list[Piece]] = [
@@ -283,6 +273,8 @@ class GpuPanel(LineWidget):
         right: list[Piece] = []
         if s is not None and s.lost:
             right = [("LOST", LOST)]
+        elif s is not None and s.error is not None:
+            right = [("NO ANSWER", BAD)]
         elif s is not None:
             if s.clock_sm_mhz is not None or s.clock_memory_mhz is not None:
                 right = [
@@ -310,19 +302,26 @@ class GpuPanel(LineWidget):
         return fit(b.pieces, width)
 
     def _bottom(self, width: int, frame: str) -> Line:
+        """Badge, faults and (room permitting) ECC state, other clock reasons and MIG: a fault is
+        shortened or counted in "+N more (h)", never dropped."""
         s = self.sample
-        items: list[list[Piece]] = []
         badge = self._badge()
-        if badge:
-            items.append(badge)
-        if s is not None and not s.lost:
-            items.append(ecc_pieces(s, self.info))
-            throttle = throttle_pieces(s.throttle_reasons)
-            if throttle:
-                items.append(throttle)
+        head = [badge] if badge else []
+        faults: list[Fault] = []
+        extras: list[list[Piece]] = []
+        if s is not None and not s.lost and s.error is None:
+            faults = gpu_faults(s, self.info)
+            ecc = ecc_pieces(s, self.info)
+            if not any(cls == BAD for _, cls in ecc):
+                extras.append(ecc)
+            calm = frozenset(r for r in s.throttle_reasons or () if r not in THROTTLE_TROUBLE)
+            if calm:
+                extras.append(throttle_pieces(calm))
         if self.info.mig_enabled and self.info.mig_devices:
-            items.append([(mig_summary(self.info.mig_devices), VALUE)])
-        inner = flow(items, width - 6, " · ")
+            extras.append([(mig_summary(self.info.mig_devices), VALUE)])
+        inner = (
+            fit_faults(head, faults, extras, width - 6, " · ") if head or faults or extras else []
+        )
         b = LineBuilder().add("╰─", frame)
         if inner:
             b.add(" ").extend(inner).add(" ")
@@ -330,11 +329,12 @@ class GpuPanel(LineWidget):
         return fit(b.pieces, width)
 
     def _status_content(self) -> list[Line] | None:
+        """Instead of numbers: waiting, lost, or not answering (never rows of n/a)."""
         s = self.sample
         if s is None:
             return [[(WAITING_TEXT, DIM)]]
-        if s.lost:
-            lines: list[Line] = [[(LOST_TEXT, LOST)]]
+        if s.lost or s.error is not None:
+            lines: list[Line] = [[(LOST_TEXT, LOST)] if s.lost else [(NOT_ANSWERING_TEXT, BAD)]]
             if s.error:
                 lines.append([(sanitize(s.error), DIM)])
             if self.last_seen is not None:
@@ -395,16 +395,16 @@ class GpuPanel(LineWidget):
         return lines
 
     def _temperature_items(self, s: GpuSample, *, short: bool) -> list[list[Piece]]:
-        slowdown = self.info.temperature_slowdown_c
-        items: list[list[Piece]] = [
-            [(fmt_temp(s.temperature_gpu_c), temperature_class(s.temperature_gpu_c, slowdown))]
-        ]
+        """Each sensor coloured against its own limit (as the temperature rule judges it)."""
+        info = self.info
+        main_cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
+        items: list[list[Piece]] = [[(fmt_temp(s.temperature_gpu_c), main_cls)]]
         if s.temperature_hotspot_c is not None:
-            cls = temperature_class(s.temperature_hotspot_c, slowdown and slowdown + 15)
+            cls = temperature_class(s.temperature_hotspot_c, info.temperature_hotspot_limit_c)
             text = fmt_temp(s.temperature_hotspot_c)
             items.append([("hot " if short else "hotspot ", LABEL), (text, cls)])
         if s.temperature_memory_c is not None:
-            cls = temperature_class(s.temperature_memory_c, 95.0)
+            cls = temperature_class(s.temperature_memory_c, info.temperature_memory_limit_c)
             text = fmt_temp(s.temperature_memory_c)
             items.append([("mem " if short else "memory ", LABEL), (text, cls)])
         if s.fan_pct is not None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from gputui.format import NA, fmt_pcie
+from gputui.format import NA, fmt_pcie, fmt_temp
 from gputui.health.levels import pcie_level, temperature_level
 from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
 from gputui.tui.widgets.line_widget import (
@@ -24,6 +25,8 @@ from gputui.tui.widgets.line_widget import (
     Line,
     LineBuilder,
     Piece,
+    fit,
+    line_width,
 )
 
 ROOMY_MIN_HEIGHT = 10
@@ -40,6 +43,7 @@ COMPACT_THROTTLE = {
 BADGE_CLASS = {"ok": OK, "info": OK, "warn": WARN, "fail": BAD}
 _LEVEL_CLASS = {"ok": VALUE, "info": VALUE, "warn": WARN, "fail": BAD}
 LOST_TEXT = "LOST — fell off the bus"
+NOT_ANSWERING_TEXT = "NOT ANSWERING"
 WAITING_TEXT = "waiting for first reading…"
 
 
@@ -150,3 +154,99 @@ def flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
             b.add(sep)
         b.extend(item)
     return b.pieces
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """Something wrong on a GPU, in a full and a short form: a panel may shorten a fault, or
+    count it in "+N more", but never leaves it out."""
+
+    full: tuple[Piece, ...]
+    short: tuple[Piece, ...]
+
+
+TEMPERATURE_SENSORS: tuple[tuple[str, str, str], ...] = (
+    ("", "temperature_gpu_c", "temperature_slowdown_c"),
+    ("hot ", "temperature_hotspot_c", "temperature_hotspot_limit_c"),
+    ("mem ", "temperature_memory_c", "temperature_memory_limit_c"),
+)
+"""(label, reading field, limit field): the sensors a panel shows, each with its own limit."""
+
+
+def sensor_limit(info: GpuInfo, limit_field: str) -> float | None:
+    limit: float | None = getattr(info, limit_field)
+    return limit
+
+
+def gpu_faults(sample: GpuSample, info: GpuInfo) -> list[Fault]:
+    """The faults a GPU panel must show (the same conditions the health rules judge): ECC and
+    row remapping, trouble throttle reasons, links down, a temperature at or near its limit, a
+    PCIe link below its maximum under load."""
+    faults: list[Fault] = []
+    vol, agg = sample.ecc_volatile_uncorrected, sample.ecc_aggregate_uncorrected
+    if (vol or 0) > 0 or (agg or 0) > 0:
+        text = f"ECC {_count(vol)}/{_count(agg)}!"
+        faults.append(Fault(((text, BAD),), (("ECC!", BAD),)))
+    if sample.remapped_rows_failure:
+        faults.append(Fault((("row remap failed!", BAD),), (("remap!", BAD),)))
+    elif sample.remapped_rows_pending or sample.retired_pages_pending:
+        faults.append(Fault((("reset pending!", BAD),), (("reset!", BAD),)))
+    for reason in sorted(r for r in (sample.throttle_reasons or ()) if r in THROTTLE_TROUBLE):
+        words = THROTTLE_REASONS.get(reason, reason.replace("_", " "))
+        short = COMPACT_THROTTLE.get(reason, words)
+        faults.append(Fault(((words + "!", BAD),), ((short + "!", BAD),)))
+    down = sum(1 for link in sample.links or () if link.up is False)
+    if down:
+        faults.append(
+            Fault(
+                ((f"{down} link{'s' if down != 1 else ''} down!", BAD),), ((f"{down}↓link!", BAD),)
+            )
+        )
+    for label, reading, limit_field in TEMPERATURE_SENSORS:
+        value: float | None = getattr(sample, reading)
+        level = temperature_level(value, sensor_limit(info, limit_field))
+        if level in ("warn", "fail") and value is not None:
+            cls = BAD if level == "fail" else WARN
+            text = f"{label}{fmt_temp(value)}!"
+            faults.append(Fault(((text, cls),), ((text, cls),)))
+    if pcie_level(sample, info) == "warn":
+        full = (("PCIe ", LABEL), *pcie_pieces(sample, info))
+        faults.append(Fault(full, (("PCIe!", WARN),)))
+    return faults
+
+
+def fit_faults(
+    head: Sequence[Sequence[Piece]],
+    faults: Sequence[Fault],
+    extras: Sequence[Sequence[Piece]],
+    width: int,
+    sep: str,
+) -> Line:
+    """``head`` (a badge), every fault and as many ``extras`` as fit in ``width``: extras go
+    first, then faults take their short form, then the ones that still do not fit are counted in
+    ``+N more (h)``. The head and the count are never cut."""
+
+    def joined(items: Sequence[Sequence[Piece]]) -> Line:
+        out: list[Piece] = []
+        for i, item in enumerate(items):
+            if i:
+                out.append((sep, LABEL))
+            out.extend(item)
+        return out
+
+    def width_of(items: Sequence[Sequence[Piece]]) -> int:
+        return line_width(joined(items))
+
+    full = [list(f.full) for f in faults]
+    short = [list(f.short) for f in faults]
+    for fault_items in (full, short):
+        for keep in range(len(extras), -1, -1):
+            items = [*head, *fault_items, *extras[:keep]]
+            if width_of(items) <= width:
+                return joined(items)
+    for shown in range(len(short) - 1, -1, -1):
+        more = [(f"+{len(short) - shown} more (h)", WARN)]
+        items = [*head, *short[:shown], more]
+        if width_of(items) <= width:
+            return joined(items)
+    return fit(joined([*head, [(f"+{len(short)} (h)", WARN)]]), width)
