@@ -437,7 +437,7 @@ def test_fast_tier_values_and_units() -> None:
     assert s.fan_pct == 40.0
     assert (s.clock_sm_mhz, s.clock_memory_mhz, s.clock_graphics_mhz) == (1755, 2619, 1755)
     assert s.pstate == 2
-    assert (s.pcie_gen, s.pcie_width) == (5, 16)
+    assert (s.pcie_gen, s.pcie_width) == (4, 16)
     assert (s.encoder_pct, s.decoder_pct) == (12.0, 7.0)
     assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
 

@@ -161,3 +161,25 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
     os.close(write_end)
     assert result.returncode == 0
     assert b"Traceback" not in result.stderr and b"BrokenPipe" not in result.stderr
+
+
+def test_snapshot_text_columns_line_up_with_wide_user_names(sim_sampler) -> None:
+    """Columns are measured in terminal cells: a CJK user name is two cells a character."""
+    import dataclasses
+
+    from gputui.format import cell_width, fmt_bytes
+    from gputui.report import render_snapshot
+
+    snapshot = sim_sampler("dgx-h100", polls=1).latest
+    users = ["田中太郎", "bob", "\x1b[31mmallory"]
+    processes = tuple(
+        dataclasses.replace(p, user=users[i % len(users)]) for i, p in enumerate(snapshot.processes)
+    )
+    text = render_snapshot(dataclasses.replace(snapshot, processes=processes))
+    assert "\x1b" not in text and "田中太郎" in text and "?[31mmallory" in text
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("GPU  PID"))
+    column = lines[header].index("GPU MEM")
+    for line, proc in zip(lines[header + 1 :], processes, strict=False):
+        memory = fmt_bytes(proc.gpu_memory_bytes)
+        assert cell_width(line[: line.index("  " + memory) + 2]) == column, line

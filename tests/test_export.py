@@ -4,6 +4,8 @@ endpoint over loopback, and the --listen checks."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import http.client
 import socket
 import sys
 import threading
@@ -21,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import gputui
 from gputui import cli, export
 from gputui.commands import export as export_command
+from gputui.export import server as export_server
 from gputui.fakeclock import fake_clock_sampler
 from gputui.health import gpu_severity
 from gputui.model import SEVERITY_ORDER, ProcessSample
@@ -239,6 +242,184 @@ def test_scrape_over_loopback() -> None:
         assert missing.value.code == 404
     finally:
         server.stop()
+
+
+@pytest.fixture
+def metrics_server():
+    """A running exporter on 127.0.0.1 (any port) serving the faulty node."""
+    _sampler, collector = faulty_collector(polls=2)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = export.MetricsServer(registry, "127.0.0.1", 0)
+    server.start()
+    yield server
+    server.stop()
+
+
+def request(port: int, method: str, path: str, headers=None, host: str = "127.0.0.1"):
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def test_http_answers(metrics_server) -> None:
+    port = metrics_server.port
+    status, headers, body = request(port, "GET", "/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert int(headers["Content-Length"]) == len(body) and b"DCGM_FI_DEV_GPU_UTIL{" in body
+    # HEAD: the same headers (the length GET would send), no body
+    status, head_headers, head_body = request(port, "HEAD", "/metrics")
+    assert status == 200 and head_body == b""
+    assert int(head_headers["Content-Length"]) == len(body)
+    # gzip when asked for
+    status, headers, zipped = request(port, "GET", "/metrics", {"Accept-Encoding": "gzip"})
+    assert status == 200 and headers["Content-Encoding"] == "gzip"
+    assert b"DCGM_FI_DEV_GPU_UTIL{" in gzip.decompress(zipped)
+    # a query string does not change the path
+    assert request(port, "GET", "/metrics?name[]=x")[0] == 200
+    status, _headers, body = request(port, "GET", "/")
+    assert status == 200 and b"/metrics" in body
+    assert request(port, "GET", "/nope")[0] == 404
+    status, headers, _body = request(port, "POST", "/metrics")
+    assert status == 405 and headers["Allow"] == "GET, HEAD"
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_malformed_requests_are_answered_and_closed(metrics_server) -> None:
+    port = metrics_server.port
+    assert raw_exchange(port, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    assert raw_exchange(port, b"GET /metrics HTTP/9.9\r\n\r\n").startswith(b"HTTP/1.1 505 ")
+    assert raw_exchange(port, b"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n").startswith(
+        b"HTTP/1.1 400 "
+    )
+    huge = b"GET /metrics HTTP/1.1\r\nX-Filler: " + b"x" * (64 * 1024)
+    assert raw_exchange(port, huge).startswith(b"HTTP/1.1 431 ")
+    # blank lines before the request line are tolerated; bare LF line ends too
+    answer = raw_exchange(port, b"\r\nGET /metrics HTTP/1.0\nHost: x\n\n")
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b"Connection: close" in answer
+
+
+def test_ipv6_listen() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    _sampler, collector = faulty_collector(polls=1)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    try:
+        server = export.MetricsServer(registry, "::1", 0)
+    except OSError as exc:
+        pytest.skip(f"cannot bind ::1: {exc}")
+    server.start()
+    try:
+        status, _headers, body = request(server.port, "GET", "/metrics", host="::1")
+        assert status == 200 and b"DCGM_FI_DEV_GPU_UTIL{" in body
+    finally:
+        server.stop()
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """True once the server has closed its end (whatever it sent before is read and dropped)."""
+    try:
+        while sock.recv(65536, socket.MSG_DONTWAIT):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:  # reset
+        return True
+
+
+def test_silent_and_slow_clients_cost_no_thread_and_are_cut_off(monkeypatch) -> None:
+    """200 clients that connect and send nothing, and one that trickles its request a byte at a
+    time: no thread each, scrapes still answered at once, and every one of them closed by the
+    server within the request deadline (a total, however slowly the bytes come)."""
+    timeout = 1.5
+    monkeypatch.setattr(export_server, "REQUEST_TIMEOUT_S", timeout, raising=False)
+    _sampler, collector = faulty_collector(polls=2)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = export.MetricsServer(registry, "127.0.0.1", 0)
+    server.start()
+    baseline = threading.active_count()
+    silent: list[socket.socket] = []
+    try:
+        for _ in range(200):
+            silent.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+        loris = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        loris_opened = time.monotonic()
+        loris.sendall(b"GET /metrics HTTP/1.1\r\n")
+        threads = threading.active_count()
+        started = time.monotonic()
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        scrape_s = time.monotonic() - started
+        assert len(text_string_to_metric_families_by_name(text)["DCGM_FI_DEV_GPU_UTIL"]) == 8
+        assert scrape_s < 2.0
+        assert threads <= baseline, (baseline, threads)  # no thread per connection
+        # The slow client keeps sending a header byte every 0.1 s: cut at the deadline anyway.
+        cut = None
+        while time.monotonic() < loris_opened + timeout + 3:
+            if closed_by_server(loris):
+                cut = time.monotonic() - loris_opened
+                break
+            try:
+                loris.send(b"X")
+            except OSError:
+                cut = time.monotonic() - loris_opened
+                break
+            time.sleep(0.1)
+        assert cut is not None and cut <= timeout + 1.0, cut
+        deadline = time.monotonic() + timeout + 2
+        while not all(closed_by_server(s) for s in silent) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        open_ = sum(not closed_by_server(s) for s in silent)
+        assert open_ == 0, f"{open_} silent sockets still open"
+        assert threading.active_count() <= baseline
+        # and it still serves afterwards
+        assert request(server.port, "GET", "/metrics")[0] == 200
+        print(
+            f"\nthreads: {baseline} before, {threads} with 201 idle sockets; "
+            f"scrape {scrape_s:.3f}s; slow client cut after {cut:.2f}s (deadline {timeout}s)"
+        )
+    finally:
+        for sock in silent:
+            sock.close()
+        server.stop()
+
+
+def text_string_to_metric_families_by_name(text: str) -> dict[str, list]:
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def test_stop_closes_open_connections_at_once() -> None:
+    _sampler, collector = faulty_collector(polls=1)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = export.MetricsServer(registry, "127.0.0.1", 0)
+    server.start()
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
+    try:
+        time.sleep(0.2)  # accepted
+        started = time.monotonic()
+        server.stop()
+        assert time.monotonic() - started < 1.0
+        assert all(closed_by_server(s) for s in idle)
+        server.stop()  # twice is fine
+    finally:
+        for sock in idle:
+            sock.close()
 
 
 @pytest.mark.parametrize(

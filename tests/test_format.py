@@ -8,6 +8,8 @@ import pytest
 
 from gputui.format import (
     NA,
+    cell_width,
+    clip,
     command_text,
     fmt_bytes,
     fmt_bytes_pair,
@@ -23,6 +25,7 @@ from gputui.format import (
     fmt_rate,
     fmt_temp,
     fmt_watts,
+    pad,
     sanitize,
     short_command,
     short_gpu_name,
@@ -135,8 +138,39 @@ def test_short_gpu_names(name: str, short: str) -> None:
 
 def test_sanitize_keeps_one_printable_line() -> None:
     assert sanitize("python\ttrain.py\n--x") == "python?train.py?--x"
-    assert sanitize("名前") == "??"  # wide characters would break cell arithmetic
     assert sanitize("plain -m x") == "plain -m x"
+
+
+def test_sanitize_keeps_every_printable_character_of_any_width() -> None:
+    """CJK names, "…" and "≥" are text, not a danger: they stay (measured by cell_width)."""
+    assert sanitize("名前") == "名前"
+    assert sanitize("田中 太郎 … ≥ 67°C é") == "田中 太郎 … ≥ 67°C é"
+    assert cell_width("名前") == 4 and cell_width("…≥°") == 3 and cell_width("e\u0301") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "safe"),
+    [
+        ("a\x1b[2Jb", "a?[2Jb"),  # C0: ESC
+        ("a\x7fb", "a?b"),  # DEL
+        ("a\x9b31mb", "a?31mb"),  # C1: CSI
+        ("a\x85b", "a?b"),  # C1: next line
+        ("user\u202egnp.exe", "user?gnp.exe"),  # right-to-left override
+        ("\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069", "????????"),  # the other bidi
+        ("a\u2028b", "a?b"),  # line separator
+        ("a\ud800b", "a?b"),  # a lone surrogate (JSON "\\ud800" decodes to one)
+        ("a\u00a0b", "a b"),  # a no-break space is a space
+    ],
+)
+def test_sanitize_replaces_controls_and_bidi_overrides(text: str, safe: str) -> None:
+    assert sanitize(text) == safe
+
+
+def test_pad_and_clip_count_terminal_cells() -> None:
+    assert pad("名前", 6) == "名前  " and pad("abc", 2) == "abc"
+    assert clip("名前abc", 3) == "名"  # the second character would straddle the edge
+    assert clip("名前abc", 5) == "名前a"
+    assert clip("abcdef", 4) == "abcd" and clip("ab", 4) == "ab"
 
 
 def test_fmt_elapsed_shows_seconds_under_a_day_and_days_after() -> None:
@@ -162,3 +196,10 @@ def test_command_text_tags_containers_and_falls_back_to_the_name() -> None:
     assert command_text(None, "Xorg", None) == "Xorg"
     assert command_text(None, None, None) == NA
     assert command_text("a\x1b[2Jb", None, None) == "a?[2Jb"  # no escape codes reach the screen
+
+
+def test_a_command_that_cannot_be_read_is_na_even_when_shortened() -> None:
+    assert command_text(None, None, None, short=True) == NA  # was "a": "n/a" cut as a path
+    assert command_text("", "", None, short=True) == NA
+    assert command_text(None, None, "5e277ec3818f", short=True) == f"[ctr 5e277ec3] {NA}"
+    assert command_text("/bin/x", None, "\x1b[2J\x1b]0;x", short=True) == "[ctr ?[2J?]0;] x"

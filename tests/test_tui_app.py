@@ -310,6 +310,89 @@ async def test_signal_refused_by_permissions_is_explained(sim_sampler, monkeypat
         assert any("not yours" in n.message for n in app._notifications)
 
 
+async def test_readonly_disables_the_probe_and_recording_too(sim_sampler, tmp_path) -> None:
+    """--readonly: no signals (k), no probe (p: it loads the GPUs), no recording (R): gone from
+    the footer, the help's keys and the palette, and the keys do nothing."""
+    from gputui.tui.commands import gputui_commands
+
+    for readonly in (False, True):
+        sampler = sim_sampler("dgx-h100", polls=3)
+        app = GpuTuiApp(sampler, readonly=readonly, start_sampler=False, record_dir=tmp_path)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await pilot.pause()
+            actions = {b.binding.action for b in app.screen.active_bindings.values()}
+            footer = screen_text(app).splitlines()[-1]
+            titles = {title for title, _, _ in gputui_commands(app)}
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_text = app.screen.help_text.plain
+            await pilot.press("escape")
+            if not readonly:  # what --readonly takes away is there without it
+                assert {"signal", "probe", "toggle_record"} <= actions
+                assert all(word in footer for word in ("Signal", "Probe", "Record"))
+                assert {"Run the probe", "Start recording"} <= titles
+                assert "Run the probe" in help_text and "recording to a file" in help_text
+                continue
+            assert not actions & {"signal", "probe", "toggle_record"}
+            assert not any(word in footer for word in ("Signal", "Probe", "Record"))
+            assert not titles & {"Run the probe", "Start recording"}
+            assert "Run the probe" not in help_text and "recording to a file" not in help_text
+            await pilot.press("p", "R", "k")
+            await pilot.pause()
+            assert isinstance(app.screen, DashboardScreen)
+            app.action_probe()  # and the actions themselves refuse
+            app.start_recording()
+            await pilot.pause()
+            assert isinstance(app.screen, DashboardScreen)
+            assert app.recording is None and list(tmp_path.iterdir()) == []
+
+
+async def test_the_signal_carries_the_start_time_shown(sim_sampler, monkeypatch) -> None:
+    """The worker hands the backend the PID with the start time the dialog showed, so the backend
+    can check, right before sending, that the PID still names that process."""
+    from gputui.signals import ProcessRef
+    from gputui.tui import permissions
+
+    monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
+    sampler = sim_sampler("dgx-h100", polls=3)
+    targets: list[int] = []
+    monkeypatch.setattr(sampler, "signal_process", lambda pid, sig: targets.append(pid))
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        target = app.dashboard.process_table.selected_process
+        assert target.start_time is not None
+        await pilot.press("k", "t")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert len(targets) == 1 and isinstance(targets[0], ProcessRef)
+    assert targets[0] == target.pid and targets[0].start_time == target.start_time
+
+
+async def test_a_pid_that_changed_hands_is_refused_with_a_reason(sim_sampler, monkeypatch) -> None:
+    from gputui.signals import ProcessChanged
+    from gputui.tui import permissions
+
+    monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
+    sampler = sim_sampler("dgx-h100", polls=3)
+
+    def changed(pid: int, sig: signal.Signals) -> None:
+        raise ProcessChanged(f"PID {pid} now belongs to another process; nothing sent")
+
+    monkeypatch.setattr(sampler, "signal_process", changed)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        target = app.dashboard.process_table.selected_process
+        await pilot.press("k", "k")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        notes = [n for n in app._notifications if "another process" in n.message]
+        assert len(notes) == 1 and notes[0].severity == "warning"
+        assert notes[0].title == "SIGKILL not sent" and f"PID {target.pid}" in notes[0].message
+        assert not any("has already exited" in n.message for n in app._notifications)
+
+
 # -- layout ---------------------------------------------------------------------------------------
 
 
@@ -500,6 +583,27 @@ async def test_app_starts_and_stops_the_sampler() -> None:
         assert app.dashboard.shown is not None
         assert any("driver hiccup" in n.message for n in app._notifications)
     assert sampler.stopped
+
+
+async def test_run_handles_sigterm_and_sighup_then_gives_them_back(sim_sampler) -> None:
+    """While the app runs, SIGTERM/SIGHUP are the app's (they end it like q; see
+    tests/test_terminal.py for real signals); afterwards the previous handlers are back, and
+    run() still returns what the app exited with."""
+    from gputui.tui.app import EXIT_SIGNALS
+
+    before = {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS}
+    during = {}
+
+    async def auto_pilot(pilot) -> None:
+        await pilot.pause()
+        during.update({sig: signal.getsignal(sig) for sig in EXIT_SIGNALS})
+        pilot.app.exit("done")
+
+    app = GpuTuiApp(sim_sampler("rtx4090", polls=1), start_sampler=False)
+    result = await app.run_async(headless=True, size=(120, 40), auto_pilot=auto_pilot)
+    assert result == "done"
+    assert all(during[sig] != before[sig] for sig in EXIT_SIGNALS), during
+    assert {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS} == before
 
 
 # -- pieces ---------------------------------------------------------------------------------------

@@ -31,6 +31,16 @@ def _interval(text: str) -> float:
     return value
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("the timeout must be between 1 and 3600 seconds")
+    return value
+
+
 def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """Options accepted both before and after a sub-command (``gputui --demo snapshot`` and
     ``gputui snapshot --demo``). Sub-parsers use SUPPRESS defaults so they do not overwrite a
@@ -72,7 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="refresh interval of the fast tier (default: 1)",
     )
     parser.add_argument(
-        "--readonly", action="store_true", help="no actions that change anything (no kill)"
+        "--readonly",
+        action="store_true",
+        help="look only: no signals to processes (k), no probe (p, it loads the GPUs), "
+        "no recording to a file (R)",
     )
     parser.add_argument("--light", action="store_true", help="light colour theme")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -112,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: CUDA_VISIBLE_DEVICES when set, else all)",
     )
     check.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
+    check.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=20.0,
+        metavar="SECONDS",
+        help="give the 'not responding' verdict (exit 2) when the GPU library has not answered "
+        "by then (default: 20; --probe runs are not counted)",
+    )
     check.add_argument(
         "--require-idle",
         action="store_true",
@@ -343,8 +364,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code = _dispatch(args, parser)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
-        return code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
@@ -352,6 +371,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:  # a bug: never exit 1, which `check` uses for "warnings"
         return _internal_error(args.command, exc)
+    try:
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not at exit
+    except BrokenPipeError:
+        silence_stdout()
+    except OSError as exc:
+        silence_stdout()
+        error(f"gputui: writing the output failed: {exc.strerror or exc}")
+        return EXIT_FAILED
+    return code
 
 
 def _internal_error(command: str | None, exc: Exception) -> int:
@@ -422,6 +450,7 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             ignore=_ignored_rules(args.ignore, parser),
             as_json=args.json,
             probe=args.probe,
+            timeout=args.timeout,
         )
     if command == "snapshot":
         from gputui.commands import snapshot

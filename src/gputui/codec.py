@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -127,9 +128,14 @@ def _expect_int(data: Any) -> int:
 def _expect_float(data: Any) -> float:
     t = type(data)
     if t is float:
+        if data in (math.inf, -math.inf):  # NaN stands for "not measured"; infinity for nothing
+            raise CodecError("expected a finite number, got infinity")
         return typing.cast(float, data)
     if t is int:
-        return float(data)
+        try:
+            return float(data)
+        except OverflowError:
+            raise CodecError("expected a number, got an integer too large for one") from None
     raise CodecError(f"expected a number, got {_kind(data)}")
 
 
@@ -231,8 +237,10 @@ def _collection_converter(item: Converter, make: Callable[[Any], Any]) -> Conver
 
 def _fixed_tuple_converter(items: tuple[Converter, ...]) -> Converter:
     def fixed(data: Any) -> tuple[Any, ...]:
-        if type(data) is not list or len(data) != len(items):
+        if type(data) is not list:
             raise CodecError(f"expected a list of {len(items)} values, got {_kind(data)}")
+        if len(data) != len(items):
+            raise CodecError(f"expected a list of {len(items)} values, got {len(data)}")
         out = []
         for i, (conv, value) in enumerate(zip(items, data, strict=True)):
             try:

@@ -2,7 +2,12 @@
 MHz, %, durations, process command lines.
 
 Every function takes ``None`` for "not supported / unknown" and returns :data:`NA` for it, so a
-widget never has to special-case a missing field. Nothing here imports Textual or Rich.
+widget never has to special-case a missing field. Nothing here imports Textual (the display width
+of text comes from ``rich.cells``, which imports nothing else of Rich).
+
+Text from a reading (host and GPU names, users, commands, messages) can hold anything, and a
+recording can come from anywhere: :func:`sanitize` is the one filter between such text and a
+terminal, and :func:`cell_width` / :func:`pad` / :func:`clip` measure it in terminal cells.
 
 Conventions: memory sizes are binary (GiB shown as ``G``, the way nvitop and ``free -h`` do);
 transfer rates are decimal (``GB/s``, the way PCIe and NVLink are specified).
@@ -13,6 +18,9 @@ from __future__ import annotations
 import math
 import re
 import time
+import unicodedata
+
+from rich.cells import cell_len
 
 NA = "n/a"
 """What a widget shows for a value the hardware or driver does not report."""
@@ -22,7 +30,8 @@ _DECIMAL_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
 
 def _is_missing(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """None, NaN, or an infinity (no reading is infinite: a recording can say anything)."""
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 def _scaled(value: float, base: float, units: tuple[str, ...]) -> tuple[float, str]:
@@ -150,7 +159,10 @@ def fmt_clock(timestamp: float | None) -> str:
     if _is_missing(timestamp):
         return NA
     assert timestamp is not None
-    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(timestamp))
+    except (OverflowError, OSError, ValueError):  # beyond any date: not a real reading
+        return NA
 
 
 def fmt_interval(seconds: float) -> str:
@@ -194,9 +206,57 @@ def short_gpu_name(name: str) -> str:
     return text or name
 
 
+def _safe_char(ch: str) -> str:
+    if ch.isprintable():
+        return ch
+    if unicodedata.category(ch) == "Zs":  # a space other than U+0020 (no-break, thin, ...)
+        return " "
+    return "?"
+
+
 def sanitize(text: str) -> str:
-    """One line of printable single-width text (names and commands can hold anything)."""
-    return "".join(ch if ch.isprintable() and ord(ch) < 0x1100 else "?" for ch in text)
+    """``text`` as one line that is safe to print: every printable character is kept, of any
+    width (CJK names, "…", "≥"); control characters (C0 such as ESC and newline, DEL, C1), bidi
+    controls (U+202A-U+202E, U+2066-U+2069, and the other format characters), line and paragraph
+    separators, lone surrogates and unassigned code points each become ``?``; other spaces become
+    a plain space. Measure the result with :func:`cell_width`, not ``len``."""
+    if text.isprintable():  # the common case, at C speed (the bidi controls are not printable)
+        return text
+    return "".join(_safe_char(ch) for ch in text)
+
+
+def sanitize_lines(text: str) -> str:
+    """:func:`sanitize` for each line of a multi-line text (the newlines stay)."""
+    if text.isprintable():
+        return text
+    return "\n".join(sanitize(line) for line in text.split("\n"))
+
+
+def cell_width(text: str) -> int:
+    """How many terminal cells ``text`` takes (2 for a CJK character, 0 for a combining mark)."""
+    return int(cell_len(text)) if not text.isascii() else len(text)
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` cells (``str.ljust`` by display width)."""
+    return text + " " * max(width - cell_width(text), 0)
+
+
+def clip(text: str, width: int) -> str:
+    """The longest start of ``text`` that fits in ``width`` cells (a wide character that would
+    straddle the edge is left out)."""
+    if cell_width(text) <= width:
+        return text
+    if text.isascii():
+        return text[: max(width, 0)]
+    lo, hi = 0, len(text)  # cell_width(text[:lo]) <= width < cell_width(text[:hi])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if cell_width(text[:mid]) <= width:
+            lo = mid
+        else:
+            hi = mid
+    return text[:lo]
 
 
 def fmt_elapsed(seconds: float | None) -> str:
@@ -222,11 +282,16 @@ def short_command(command: str) -> str:
 def command_text(
     command: str | None, name: str | None, container_id: str | None, *, short: bool = False
 ) -> str:
-    """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``."""
-    text = sanitize(command or name or NA)
-    if short:
-        text = short_command(text)
-    return f"[ctr {container_id[:8]}] {text}" if container_id else text
+    """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``; :data:`NA`
+    when neither its command line nor its name could be read."""
+    known = command or name
+    if not known:
+        text = NA  # not shortened: "n/a" is no path
+    else:
+        text = sanitize(known)
+        if short:
+            text = short_command(text)
+    return f"[ctr {sanitize(container_id[:8])}] {text}" if container_id else text
 
 
 def finding_text(message: str, gpu_index: int | None) -> str:
@@ -244,6 +309,8 @@ def finding_text(message: str, gpu_index: int | None) -> str:
 
 __all__ = [
     "NA",
+    "cell_width",
+    "clip",
     "command_text",
     "finding_text",
     "fmt_bytes",
@@ -260,7 +327,9 @@ __all__ = [
     "fmt_rate",
     "fmt_temp",
     "fmt_watts",
+    "pad",
     "sanitize",
+    "sanitize_lines",
     "short_command",
     "short_gpu_name",
 ]

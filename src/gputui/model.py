@@ -372,6 +372,19 @@ class NodeInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Stall:
+    """The backend has not answered the current reading: a driver call that hangs (a sick GPU, a
+    wedged driver). The snapshot then repeats the last complete reading, marked with this."""
+
+    since: float
+    """When the unanswered reading started (the sampler's clock)."""
+    gpu_index: int | None = None
+    """The GPU being read when the backend stopped answering, where the backend says."""
+    last_reading: float | None = None
+    """Timestamp of the last complete reading, whose values the snapshot repeats (None: none)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything known about the node at one moment. Immutable: safe to hand across threads."""
 
@@ -384,6 +397,9 @@ class Snapshot:
     """Health findings as of this reading (active ones, and cleared ones not yet acknowledged)."""
     events: tuple[GpuEvent, ...] = ()
     """Events that arrived since the previous reading."""
+    stall: Stall | None = None
+    """Set when the backend has not answered within the reading's deadline: the values are those
+    of ``stall.last_reading`` (stale), and a ``not_responding`` finding says for how long."""
     schema_version: int = SCHEMA_VERSION
 
     def sample(self, index: int) -> GpuSample | None:
@@ -418,6 +434,7 @@ __all__ = [
     "ProcessType",
     "Severity",
     "Snapshot",
+    "Stall",
     "Topology",
     "Vendor",
     "describe_throttle",

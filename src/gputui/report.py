@@ -1,5 +1,10 @@
 """Plain-text reports (no Textual, no colour): one snapshot for ``gputui snapshot``, and the
-verdict of ``gputui check``."""
+verdict of ``gputui check``.
+
+Every string from a reading (host, GPU and user names, commands, messages, hints) can hold
+anything, a recording most of all: each goes through :func:`gputui.format.sanitize` before it is
+measured or printed, and columns are measured in terminal cells (a CJK user name is two cells a
+character)."""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import time
 
 from gputui.format import (
     NA,
+    cell_width,
+    clip,
     command_text,
     finding_text,
     fmt_bytes,
@@ -19,6 +26,8 @@ from gputui.format import (
     fmt_pct,
     fmt_power_pair,
     fmt_temp,
+    pad,
+    sanitize,
     short_gpu_name,
 )
 from gputui.health.verdict import CheckResult
@@ -49,8 +58,8 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     else:
         lines.append("No GPU processes.")
     if width:
-        lines = [line[:width] for line in lines]
-    return "\n".join(line.rstrip() for line in lines)
+        lines = [clip(sanitize(line), width) for line in lines]
+    return "\n".join(sanitize(line).rstrip() for line in lines)
 
 
 def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
@@ -63,20 +72,22 @@ def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
         where = "node" if f.gpu_index is None else f"GPU {f.gpu_index}"
         cleared = "" if f.active else " (cleared)"
         text = finding_text(f.message, f.gpu_index)
-        lines.append(f"  {f.severity:<4}  {where:<6}  {text}{cleared}  [{f.rule}]")
+        lines.append(
+            f"  {sanitize(f.severity):<4}  {where:<6}  {text}{cleared}  [{sanitize(f.rule)}]"
+        )
         if f.hint:
-            lines.append(f"                {f.hint}")
+            lines.append(f"                {sanitize(f.hint)}")
     return lines
 
 
 def _node_line(snapshot: Snapshot) -> str:
     node = snapshot.node
     runtime = "ROCm" if node.gpus and node.gpus[0].vendor == "amd" else "CUDA"
-    parts = [node.hostname, node.backend]
+    parts = [sanitize(node.hostname), sanitize(node.backend)]
     if node.driver_version:
-        parts.append(f"driver {node.driver_version}")
+        parts.append(f"driver {sanitize(node.driver_version)}")
     if node.runtime_version:
-        parts.append(f"{runtime} {node.runtime_version}")
+        parts.append(f"{runtime} {sanitize(node.runtime_version)}")
     parts.append(f"{len(snapshot.gpus)} GPU{'s' if len(snapshot.gpus) != 1 else ''}")
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
     return " · ".join(parts)
@@ -84,13 +95,13 @@ def _node_line(snapshot: Snapshot) -> str:
 
 def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
     info = snapshot.node.gpu(sample.index)
-    name = short_gpu_name(info.name) if info else NA
+    name = short_gpu_name(sanitize(info.name)) if info else NA
     if sample.lost:
         return [
             str(sample.index),
             name,
             "LOST",
-            sample.error or "GPU is lost",
+            sanitize(sample.error or "GPU is lost"),
             "",
             "",
             "",
@@ -137,7 +148,7 @@ def _process_row(snapshot: Snapshot, proc: ProcessSample) -> list[str]:
     return [
         str(proc.gpu_index),
         str(proc.pid),
-        proc.user or NA,
+        sanitize(proc.user or NA),
         fmt_bytes(proc.gpu_memory_bytes),
         "-" if proc.sm_pct is None else f"{proc.sm_pct:.0f}",
         "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
@@ -148,11 +159,13 @@ def _process_row(snapshot: Snapshot, proc: ProcessSample) -> list[str]:
 
 
 def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    """Left-aligned text columns; the last column is never padded (it holds free text)."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    """Left-aligned text columns, measured in terminal cells; the last column is never padded
+    (it holds free text)."""
+    rows = [[sanitize(cell) for cell in row] for row in rows]
+    widths = [max([len(h)] + [cell_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
     out = []
     for row in [list(headers), *rows]:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        cells = [pad(cell, widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
         out.append("  ".join(cells))
     return out
 
@@ -161,11 +174,10 @@ def render_check(result: CheckResult) -> str:
     """The report of ``gputui check``: headline, findings with hints, one line per GPU, notes."""
     lines = [result.headline(), "", *render_findings(result.findings)]
     lines += ["", "GPUs:"]
-    width = max((len(short_gpu_name(g.name)) for g in result.gpus), default=0)
-    for g in result.gpus:
-        lines.append(
-            f"  GPU {g.index:<2} {short_gpu_name(g.name):<{width}}  {g.status:<4}  {g.summary}"
-        )
+    names = [short_gpu_name(sanitize(g.name)) for g in result.gpus]
+    width = max((cell_width(name) for name in names), default=0)
+    for g, name in zip(result.gpus, names, strict=True):
+        lines.append(f"  GPU {g.index:<2} {pad(name, width)}  {g.status:<4}  {g.summary}")
     if not result.gpus:
         lines.append("  none")
     lines += ["", _judged_line(result)]
@@ -175,7 +187,7 @@ def render_check(result: CheckResult) -> str:
         lines += [f"  - {item}" for item in result.not_checked]
     policy = "warnings fail (--strict)" if result.strict else "exit 0 healthy, 1 warnings, 2 failed"
     lines.append(f"Took {result.duration_s:.1f} s, no load put on the GPUs; {policy}.")
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(sanitize(line).rstrip() for line in lines)
 
 
 def _judged_line(result: CheckResult) -> str:

@@ -6,7 +6,14 @@ every ``slow_interval``. Slow fields are carried forward between slow reads, so 
 complete.
 
 Polls never overlap: a single long-lived thread polls, then sleeps until the next due time. If a
-poll overruns (a hung driver call), the ticks it missed are skipped, not queued.
+poll overruns, the ticks it missed are skipped, not queued.
+
+Deadlines: a driver call can hang for seconds or for ever (a sick GPU, a wedged driver) and
+cannot be interrupted. ``poll(deadline=...)`` reads on a separate daemon thread and waits at most
+that long; when the backend has not answered, it publishes the last reading again marked with a
+:class:`~gputui.model.Stall` (the health rules turn it into a "not responding for N s" failure)
+and starts no new read until the hung one returns. Nothing waits on the backend lock without a
+timeout, so closing, quitting and signalling stay prompt while a call hangs.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from gputui.model import (
     NodeInfo,
     ProcessSample,
     Snapshot,
+    Stall,
 )
 
 log = logging.getLogger(__name__)
@@ -37,6 +45,10 @@ MIN_INTERVAL = 0.1
 INTERVAL_PRESETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """The steps of the dashboard's interval keys (+/-) and palette commands."""
 DEFAULT_SLOW_INTERVAL = 3.0
+MIN_DEADLINE_S = 5.0
+"""A reading that has not returned after max(this, 3 intervals) counts as not answered."""
+LOCK_TIMEOUT_S = 1.0
+"""How long closing or signalling waits for a reading in progress (a hung call holds it)."""
 
 
 class HealthEvaluator(Protocol):
@@ -48,8 +60,65 @@ class HealthEvaluator(Protocol):
         """Drop acknowledged findings (one key, or every cleared / event one); how many."""
 
 
+class BackendBusy(TimeoutError):
+    """The backend is in the middle of a reading that does not return (a hung driver call)."""
+
+
 SnapshotCallback = Callable[[Snapshot], None]
 ErrorCallback = Callable[[BaseException], None]
+
+
+class _Pending:
+    """One reading in progress on the reading thread."""
+
+    def __init__(self, started_at: float) -> None:
+        self.started_at = started_at
+        """The sampler's clock when the reading was asked for."""
+        self.started = time.monotonic()
+        self.done = threading.Event()
+        self.result: Snapshot | None = None
+        self.error: BaseException | None = None
+
+
+class _ReadingThread:
+    """A daemon thread that takes one reading at a time on request. A reading that does not
+    return is left running (it cannot be interrupted); asking again meanwhile gets the same one."""
+
+    def __init__(self, read: Callable[[], Snapshot]) -> None:
+        self._read = read
+        self._cv = threading.Condition()
+        self._pending: _Pending | None = None
+        self._requested = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, started_at: float) -> _Pending:
+        with self._cv:
+            pending = self._pending
+            if pending is not None and not pending.done.is_set():
+                return pending
+            pending = self._pending = _Pending(started_at)
+            self._requested = True
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="gputui-reading", daemon=True
+                )
+                self._thread.start()
+            self._cv.notify()
+            return pending
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._requested:
+                    self._cv.wait()
+                self._requested = False
+                pending = self._pending
+            assert pending is not None
+            try:
+                pending.result = self._read()
+            except BaseException as exc:  # handed to the poller, which raises it
+                pending.error = exc
+            pending.done.set()
 
 
 class Sampler:
@@ -65,9 +134,12 @@ class Sampler:
         history: History | None = None,
         node: NodeInfo | None = None,
         health: HealthEvaluator | None = None,
+        deadline: float | None = None,
     ) -> None:
         """``node`` is passed when the backend is already open (see ``backends.open_backend``).
-        ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback."""
+        ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback.
+        ``deadline``: how long the polling thread waits for a reading (default: max(5 s, 3
+        intervals))."""
         self.backend = backend
         self.playback = backend.playback
         """The replay controls when the backend plays back a recording, else None."""
@@ -82,11 +154,14 @@ class Sampler:
         self.health = health
         self.node: NodeInfo | None = node
         self.latest: Snapshot | None = None
+        self._deadline = deadline
         self._enricher = ProcessEnricher() if backend.enrich_processes else None
         self._last_slow: float | None = None
         self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()
         self._backend_lock = threading.Lock()
+        self._reading = _ReadingThread(self._read_locked)
+        self._last_complete: Snapshot | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,6 +169,13 @@ class Sampler:
         self._polls_in_flight = 0
         self.max_polls_in_flight = 0
         """Highest number of polls ever running at once: 1 unless polls overlapped (a bug)."""
+
+    @property
+    def deadline(self) -> float:
+        """Seconds a reading may take before it counts as not answered."""
+        if self._deadline is not None:
+            return self._deadline
+        return max(MIN_DEADLINE_S, 3 * self.interval)
 
     # -- one-shot use -----------------------------------------------------------------------------
 
@@ -103,19 +185,56 @@ class Sampler:
             self.node = self.backend.open()
         return self.node
 
-    def poll(self) -> Snapshot:
-        """Take one reading now (fast tier, plus the slow tier when it is due)."""
+    def poll(self, *, deadline: float | None = None) -> Snapshot:
+        """Take one reading now (fast tier, plus the slow tier when it is due).
+
+        Without ``deadline`` the reading runs on the calling thread. With one, it runs on the
+        reading thread and a backend that has not answered within ``deadline`` seconds gives a
+        snapshot marked with a :class:`Stall` (see the module docstring)."""
         if self.node is None:
             self.open()
-        assert self.node is not None
-        with self._backend_lock:
-            self._polls_in_flight += 1
-            self.max_polls_in_flight = max(self.max_polls_in_flight, self._polls_in_flight)
-            try:
-                snapshot = self._read(self.node)
-            finally:
-                self._polls_in_flight -= 1
-        self.history.record(snapshot)
+        if deadline is None:
+            snapshot = self._read_locked()
+        else:
+            pending = self._reading.submit(self.clock())
+            if self._wait(pending, deadline):
+                if pending.error is not None:
+                    raise pending.error
+                assert pending.result is not None
+                snapshot = pending.result
+            else:
+                snapshot = self._stalled(pending)
+        return self._publish(snapshot)
+
+    def _wait(self, pending: _Pending, deadline: float) -> bool:
+        """Wait until ``deadline`` seconds after the reading started (not after this call: a
+        reading already overdue is reported at once); False when it has not returned."""
+        end = pending.started + deadline
+        while not pending.done.wait(min(max(end - time.monotonic(), 0.0), 0.2)):
+            if time.monotonic() >= end or self._stop.is_set():
+                return pending.done.is_set()
+        return True
+
+    def _stalled(self, pending: _Pending) -> Snapshot:
+        """The last complete reading again, marked as not answered since ``pending`` (the
+        reading in progress) started."""
+        last = self._last_complete
+        node = self.node
+        assert node is not None
+        stall = Stall(
+            since=pending.started_at,
+            gpu_index=self.backend.reading_gpu,
+            last_reading=last.timestamp if last is not None else None,
+        )
+        now = self.clock()
+        if last is None:
+            return Snapshot(timestamp=now, node=node, gpus=(), stall=stall)
+        return dataclasses.replace(last, timestamp=now, events=(), findings=(), stall=stall)
+
+    def _publish(self, snapshot: Snapshot) -> Snapshot:
+        if snapshot.stall is None:
+            self._last_complete = snapshot
+            self.history.record(snapshot)  # a stalled reading adds no new values
         if self.health is not None:
             snapshot = dataclasses.replace(
                 snapshot, findings=self.health.update(snapshot, self.history)
@@ -137,6 +256,17 @@ class Sampler:
     def remove_listener(self, listener: SnapshotCallback) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
+
+    def _read_locked(self) -> Snapshot:
+        node = self.node
+        assert node is not None
+        with self._backend_lock:
+            self._polls_in_flight += 1
+            self.max_polls_in_flight = max(self.max_polls_in_flight, self._polls_in_flight)
+            try:
+                return self._read(node)
+            finally:
+                self._polls_in_flight -= 1
 
     def _read(self, node: NodeInfo) -> Snapshot:
         now = self.clock()
@@ -184,14 +314,32 @@ class Sampler:
         return 0 if self.health is None else self.health.acknowledge(key)
 
     def signal_process(self, pid: int, sig: signal.Signals) -> None:
-        """Send a signal through the backend (between polls, never during one)."""
-        with self._backend_lock:
+        """Send a signal through the backend (between polls, never during one). Raises
+        :class:`BackendBusy` while a reading hangs."""
+        if not self._backend_lock.acquire(timeout=LOCK_TIMEOUT_S):
+            raise BackendBusy("the GPU library is not answering; try again later")
+        try:
             self.backend.signal_process(pid, sig)
+        finally:
+            self._backend_lock.release()
 
     def close(self) -> None:
+        """Stop polling and close the backend. A reading that hangs keeps the backend: then it
+        is left open (its thread is a daemon) rather than waited for."""
         self.stop()
-        with self._backend_lock:
+        if not self._backend_lock.acquire(timeout=LOCK_TIMEOUT_S):
+            log.debug("a reading is hung in the backend; leaving it open")
+            return
+        try:
             self.backend.close()
+        finally:
+            self._backend_lock.release()
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the latest snapshot says the backend has not answered."""
+        latest = self.latest
+        return latest is not None and latest.stall is not None
 
     # -- background use ---------------------------------------------------------------------------
 
@@ -214,7 +362,9 @@ class Sampler:
         next_due = time.monotonic()
         while not self._stop.is_set():
             try:
-                on_snapshot(self.poll())
+                snapshot = self.poll(deadline=self.deadline)
+                if not self._stop.is_set():
+                    on_snapshot(snapshot)
             except Exception as exc:  # a backend bug must not silently kill the sampler
                 log.exception("poll failed")
                 if on_error is not None:

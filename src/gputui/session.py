@@ -98,13 +98,15 @@ def open_session(
     clock: Callable[[], float] | None = None,
     health: HealthEvaluator | None = None,
     judge: Judging = "rules",
+    deadline: float | None = None,
 ) -> Session:
     """Open ``spec`` and a sampler over it.
 
     Health: ``health`` when given; else, with ``judge="rules"``, the health rules with this
     machine's defaults (a live or simulated node) or the findings recorded with each reading (a
     replay); ``judge="none"`` attaches no evaluator. ``clock`` defaults to the wall clock, or the
-    replay's clock. Raises :class:`NoGpuError` or :class:`ReplayError`.
+    replay's clock; ``deadline`` is how long a reading may take (see :class:`Sampler`). Raises
+    :class:`NoGpuError` or :class:`ReplayError`.
     """
     backend, node = _open_backend(spec, seed=seed)
     sampler = sampler_for(
@@ -115,6 +117,7 @@ def open_session(
         clock=clock,
         health=health,
         judge=judge,
+        deadline=deadline,
     )
     return Session(spec, sampler)
 
@@ -128,6 +131,7 @@ def sampler_for(
     clock: Callable[[], float] | None = None,
     health: HealthEvaluator | None = None,
     judge: Judging = "rules",
+    deadline: float | None = None,
 ) -> Sampler:
     """The sampler over an already opened ``backend`` (see :func:`open_session`)."""
     playback = backend.playback
@@ -140,6 +144,7 @@ def sampler_for(
         clock=clock,
         node=node,
         health=health,
+        deadline=deadline,
     )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.format import fmt_rate
+from gputui.format import cell_width, fmt_rate, pad, sanitize
 from gputui.model import GpuInfo, GpuPath, GpuSample, LinkInfo, LinkSample, NodeInfo, Snapshot
 
 # -- notation ----------------------------------------------------------------------------------
@@ -389,7 +389,7 @@ def _locality(node: NodeInfo, index: int) -> tuple[str, str]:
     if node.topology is not None:
         for loc in node.topology.locality:
             if loc.gpu_index == index:
-                cpus = loc.cpu_affinity or "N/A"
+                cpus = sanitize(loc.cpu_affinity or "N/A")
                 numa = "N/A" if loc.numa_node is None else str(loc.numa_node)
                 return cpus, numa
     return "N/A", "N/A"
@@ -428,23 +428,25 @@ def _p2p_code(path: GpuPath | None) -> str:
 
 
 def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    """Left-aligned columns, measured in terminal cells."""
+    widths = [max(cell_width(r[i]) for r in [header, *rows]) for i in range(len(header))]
     out = []
     for r in [header, *rows]:
-        out.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+        out.append("  ".join(pad(cell, w) for cell, w in zip(r, widths, strict=True)).rstrip())
     return out
 
 
 def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
     """What ``gputui topo`` prints: the matrix in ``nvidia-smi topo -m`` layout with CPU / NUMA
     affinity, the legend of the codes present, PCIe current / max per GPU, P2P support and the
-    NVLink / XGMI link summary of the latest reading."""
+    NVLink / XGMI link summary of the latest reading. Names from the node (a recording's, too)
+    are sanitised: no control sequence reaches the terminal."""
     gpus = sorted(node.gpus, key=lambda g: g.index)
     lines = [f"{node.hostname} · {node.backend} · {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
     lines.append("")
     if not gpus:
         lines.append("No GPUs: nothing to show.")
-        return "\n".join(lines)
+        return "\n".join(sanitize(line) for line in lines)
     matrix = build_matrix(node)
     names = [f"GPU{g.index}" for g in gpus]
     if node.topology is None:
@@ -533,7 +535,7 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
             if errors:
                 text += "  errors: " + ", ".join(errors)
             lines.append(text)
-    return "\n".join(lines)
+    return "\n".join(sanitize(line) for line in lines)
 
 
 def topology_dict(node: NodeInfo, snapshot: Snapshot | None = None) -> dict[str, Any]:

@@ -7,7 +7,9 @@ genuine error classes and constants, copied from the real module.
 
 Build one with :func:`make_fake_nvml` from a list of :class:`FakeGpu`. Every behaviour a test
 needs is a knob on :class:`FakeGpu` (values, ``unsupported``, ``errors``, ``all_unsupported``,
-``lost``, ``lost_after``, ``fail_with`` / ``fail_after`` (every call on the GPU raises that
+``lost``, ``lost_after``, ``hang`` / ``hang_after`` (a ``threading.Event``: every call on the GPU
+blocks until the test sets it, as a wedged driver does), ``fail_with`` / ``fail_after`` (every
+call on the GPU raises that
 error, e.g. ``NVMLError_DriverNotLoaded``, from the moment a test sets it, or after that many
 calls; clear it and the GPU answers again), MIG slices, processes) or on :class:`FakeNvml`
 (``init_error``,
@@ -46,6 +48,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import queue
+import threading
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -216,7 +219,7 @@ class FakeGpu:
     clocks: dict[int, int] = field(default_factory=_default_clocks)
     max_clocks: dict[int, int] = field(default_factory=_default_max_clocks)
     pstate: int = 0
-    pcie_gen: int = 5
+    pcie_gen: int = 4  # trained as far as the host allows
     pcie_width: int = 16
     pcie_max_gen: int | None = 4  # what the GPU and the system (slot) allow together
     gpu_max_pcie_gen: int | None = 5  # what the GPU alone can do
@@ -258,6 +261,8 @@ class FakeGpu:
     lost_after: int | None = None  # ... or let this many calls succeed first
     fail_with: ErrorSpec | None = None  # every call on this GPU raises it (driver gone ...)
     fail_after: int | None = None  # ... once this many calls have succeeded (None: at once)
+    hang: threading.Event | None = None  # while set-able and not set, every call on it blocks
+    hang_after: int | None = None  # ... once this many calls have succeeded (None: at once)
     index: int = -1  # set by FakeNvml
     call_count: int = 0  # calls that touched this GPU (its handles and MIG handles)
 
@@ -268,6 +273,8 @@ class FakeGpu:
             self.lost = True
         if self.lost:
             raise NVMLError_GpuIsLost()
+        if self.hang is not None and (self.hang_after is None or self.call_count > self.hang_after):
+            self.hang.wait()  # a driver call that does not return until the test releases it
         if self.fail_with is not None and (
             self.fail_after is None or self.call_count > self.fail_after
         ):
@@ -368,8 +375,10 @@ class FakeNvml:
         nvml_version: str = "12.550.54.15",
         topology_levels: list[list[int]] | None = None,
         p2p_status: dict[tuple[int, int, int], int] | None = None,
+        init_hang: threading.Event | None = None,
     ) -> None:
         self.absent = set(absent)  # names the binding lacks -> AttributeError
+        self.init_hang = init_hang  # nvmlInit blocks until the test sets it (a wedged driver)
         self.gpus = list(gpus)
         for i, gpu in enumerate(self.gpus):
             gpu.index = i
@@ -449,6 +458,8 @@ class FakeNvml:
 
     def nvmlInitWithFlags(self, flags: int) -> None:
         self.calls["nvmlInitWithFlags"] += 1
+        if self.init_hang is not None:
+            self.init_hang.wait()
         if "nvmlInitWithFlags" in self.errors:
             _raise(self.errors["nvmlInitWithFlags"])
         self.initialized += 1

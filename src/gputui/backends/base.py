@@ -32,6 +32,10 @@ class Backend(abc.ABC):
     #: from psutil. The simulated backend invents its own processes, so it says False.
     enrich_processes: bool = True
 
+    #: The GPU index being read right now (None between reads, or when a backend does not say):
+    #: when a driver call hangs, the sampler names this GPU in its "not responding" finding.
+    reading_gpu: int | None = None
+
     @property
     def playback(self) -> Playback | None:
         """The replay controls of a backend that plays back a recording; None for a live one."""
@@ -73,8 +77,18 @@ class Backend(abc.ABC):
         return read_host(now)
 
     def signal_process(self, pid: int, sig: signal.Signals) -> None:
-        """Send ``sig`` to ``pid``. Raises ProcessLookupError / PermissionError like os.kill."""
-        os.kill(pid, sig)
+        """Send ``sig`` to ``pid``. Raises ProcessLookupError / PermissionError like os.kill.
+
+        When ``pid`` is a :class:`gputui.signals.ProcessRef` (the dashboard passes one), the PID
+        must still name the process that started at its ``start_time``, checked right before
+        sending (through a pidfd where the kernel has them): otherwise
+        :class:`gputui.signals.SignalRefused` is raised and nothing is sent."""
+        from gputui.signals import ProcessRef, send_signal
+
+        if isinstance(pid, ProcessRef):
+            send_signal(pid, sig, start_time=pid.start_time)
+        else:
+            os.kill(pid, sig)
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
         """Release the library. Safe to call more than once."""

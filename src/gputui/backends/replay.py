@@ -243,8 +243,10 @@ class ReplayBackend(Backend):
             return snapshot
         assert self._reader is not None
         snapshot = self._reader.parse_line(lineno, self._raw(i))
-        if snapshot is None:  # cannot happen: only snapshot lines are indexed
+        if snapshot is None:  # a line indexed by its start, whose whole says another type
             raise RecordingError(lineno, "not a snapshot line", self.path)
+        if snapshot.timestamp != self._times[i]:  # a second "timestamp" later in the line
+            raise RecordingError(lineno, "the line has two different timestamps", self.path)
         self._cache[lineno] = snapshot
         if len(self._cache) > CACHE_SNAPSHOTS:
             self._cache.popitem(last=False)

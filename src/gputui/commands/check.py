@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import socket
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
@@ -26,6 +30,11 @@ from gputui.report import render_check
 from gputui.sampler import Sampler
 from gputui.selection import Selection, select_gpus
 from gputui.session import BackendSpec, Session, SessionError, open_session
+
+DEFAULT_TIMEOUT_S = 20.0
+"""``--timeout``: the check ends within this, answered or not (a prolog must not hang)."""
+MAX_READING_WAIT_S = 5.0
+"""How long one reading may take before the driver counts as not responding."""
 
 READINGS = 2
 READING_GAP_S = 1.0
@@ -63,11 +72,15 @@ def take_readings(
     gap_s: float = READING_GAP_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Snapshot:
-    """``readings`` polls ``gap_s`` apart; the last snapshot carries the findings of them all."""
-    snapshot = sampler.poll()
+    """``readings`` polls ``gap_s`` apart, each waiting at most ``sampler.deadline`` for the
+    driver; the last snapshot carries the findings of them all. A reading the driver did not
+    answer ends the series (it is the verdict)."""
+    snapshot = sampler.poll(deadline=sampler.deadline)
     for _ in range(readings - 1):
+        if snapshot.stall is not None:
+            break
         sleep(gap_s)
-        snapshot = sampler.poll()
+        snapshot = sampler.poll(deadline=sampler.deadline)
     return snapshot
 
 
@@ -102,8 +115,14 @@ def run_check(
     out: TextIO | None = None,
     probe: bool = False,
     probe_options: Mapping[str, Any] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
 ) -> int:
     """Open the backend, read twice, judge, print; returns the exit code.
+
+    ``timeout``: the whole check (without ``--probe``'s runs) ends within this many seconds: a
+    driver that does not answer a reading gives the "not responding" verdict (exit 2), and one
+    that hangs even earlier (opening the library) is cut off by a watchdog that prints that
+    verdict and ends the process.
 
     ``probe``: then run the quick probe on the judged GPUs and add its verdicts as findings
     (rule ``probe``); ``probe_options`` go to :func:`gputui.probe.runner.probe_node`.
@@ -114,6 +133,68 @@ def run_check(
         spec = BackendSpec.parse(spec)
     started = time.monotonic()
     ignore = frozenset(ignore)
+    if timeout is not None and not spec.replayed:
+        with Watchdog(timeout, spec, as_json=as_json, out=out):
+            return _run_check(
+                spec,
+                seed=seed,
+                expect_gpus=expect_gpus,
+                gpus=gpus,
+                strict=strict,
+                require_idle=require_idle,
+                ignore=ignore,
+                as_json=as_json,
+                kernel_log=kernel_log,
+                clock=clock,
+                sleep=sleep,
+                environ=environ,
+                out=out,
+                probe=probe,
+                probe_options=probe_options,
+                started=started,
+                deadline=min(MAX_READING_WAIT_S, timeout / 2),
+            )
+    return _run_check(
+        spec,
+        seed=seed,
+        expect_gpus=expect_gpus,
+        gpus=gpus,
+        strict=strict,
+        require_idle=require_idle,
+        ignore=ignore,
+        as_json=as_json,
+        kernel_log=kernel_log,
+        clock=clock,
+        sleep=sleep,
+        environ=environ,
+        out=out,
+        probe=probe,
+        probe_options=probe_options,
+        started=started,
+        deadline=MAX_READING_WAIT_S,
+    )
+
+
+def _run_check(
+    spec: BackendSpec,
+    *,
+    seed: int,
+    expect_gpus: int | None,
+    gpus: str | None,
+    strict: bool,
+    require_idle: bool,
+    ignore: frozenset[str],
+    as_json: bool,
+    kernel_log: KernelLogReader | bool | None,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    environ: Mapping[str, str] | None,
+    out: TextIO | None,
+    probe: bool,
+    probe_options: Mapping[str, Any] | None,
+    started: float,
+    deadline: float,
+) -> int:
     if spec.replayed:
         return run_replay_check(
             spec,
@@ -132,6 +213,7 @@ def run_check(
             slow_interval=READING_GAP_S,
             clock=clock,
             judge="none",
+            deadline=deadline,
         )
     except SessionError as exc:
         error(str(exc))
@@ -161,7 +243,7 @@ def run_check(
         monitor.add_events(events)  # judged with the first reading
         session.sampler.health = monitor
         snapshot = take_readings(session.sampler, sleep=sleep)
-        if probe and "probe" not in ignore:
+        if probe and "probe" not in ignore and snapshot.stall is None:
             extra = probe_findings(
                 snapshot,
                 selection,
@@ -181,6 +263,56 @@ def run_check(
         kernel_events=events,
     )
     return _emit(result, as_json=as_json, out=out)
+
+
+class Watchdog:
+    """Ends the process with the "not responding" verdict (exit 2) if the check is still running
+    after ``timeout`` seconds: a driver call that hangs while the library opens cannot be
+    interrupted, and a prolog must not hang with it."""
+
+    def __init__(
+        self, timeout: float, spec: BackendSpec, *, as_json: bool, out: TextIO | None
+    ) -> None:
+        self.timeout = timeout
+        self.spec = spec
+        self.as_json = as_json
+        self.out = out
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        finding = Finding(
+            rule="not_responding",
+            severity="fail",
+            message=f"the GPU library did not answer within {self.timeout:g} s "
+            "(a driver call hangs)",
+            hint="check nvidia-smi / amd-smi (they may hang too) and the kernel log (dmesg); "
+            "drain the node, then reset the GPU or reboot",
+            key="not_responding:timeout",
+        )
+        result = CheckResult(
+            hostname=socket.gethostname(),
+            backend=str(self.spec),
+            checked_gpus=(),
+            selection_source="all",
+            findings=(finding,),
+            gpus=(),
+            not_checked=("everything after the library stopped answering",),
+            notes=(),
+            duration_s=self.timeout,
+        )
+        try:
+            _emit(result, as_json=self.as_json, out=self.out)
+            sys.stderr.flush()
+        finally:
+            os._exit(EXIT_FAILED)
 
 
 def _kernel_log_events(

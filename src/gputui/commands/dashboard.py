@@ -1,7 +1,9 @@
-"""``gputui`` (no sub-command): the live dashboard."""
+"""``gputui`` (no sub-command): the live dashboard; on a terminal that cannot draw it
+(``TERM=dumb``), one reading as text instead, as ``gputui snapshot`` prints it."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from gputui.commands.output import error
@@ -30,11 +32,20 @@ def run(
             "For scripts use `gputui snapshot` (or `--json`); over SSH use `ssh -t`."
         )
         return EXIT_USAGE
+    if os.environ.get("TERM", "").strip().lower() == "dumb":
+        session.close()
+        error(
+            "gputui: TERM=dumb: this terminal cannot draw the dashboard (no cursor movement or "
+            "colour); printing one reading instead, as `gputui snapshot` does."
+        )
+        from gputui.commands import snapshot
+
+        return snapshot.run(spec, seed=seed)
     from gputui.tui.app import GpuTuiApp
 
     app = GpuTuiApp(session.sampler, readonly=readonly, theme="textual-light" if light else None)
     try:
-        app.run()
+        app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
     finally:
         session.close()
     return app.return_code or EXIT_OK

@@ -92,9 +92,15 @@ def run(
             return EXIT_CANNOT
         for note in selection.notes:
             error(f"gputui probe: {note}")
+        snapshot = sampler.poll(deadline=sampler.deadline)
+        if snapshot.stall is not None:  # loading GPUs behind a wedged driver helps nobody
+            error(
+                f"gputui probe: {node.backend} is not answering (a driver call hangs); not probing"
+            )
+            return EXIT_CANNOT
         report = probe_node(
             node=node,
-            snapshot=sampler.poll(),
+            snapshot=snapshot,
             gpus=indices,
             tests=tests,
             force=force,

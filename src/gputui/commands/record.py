@@ -1,20 +1,33 @@
 """``gputui record FILE``: readings with their findings and events, until ``--duration`` or
-Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.record`)."""
+Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.record`).
+
+FILE is created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
+``--force`` replaces a regular file, and only once the new recording's header is written."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-from gputui.commands.output import error
+from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.files import check_target, os_reason
+from gputui.format import fmt_clock
 from gputui.model import Snapshot
 from gputui.record import Recorder, fmt_size
 from gputui.session import BackendSpec, SessionError, open_session
 
 EXIT_WRITE_FAILED = 1
 """Writing failed part-way; what was written is still a readable recording."""
+
+
+def _refused(path: str, exc: OSError) -> int:
+    """The message for a FILE that cannot be created; exit 2."""
+    if isinstance(exc, FileExistsError):
+        error(f"gputui record: {path} exists (use --force to overwrite it)")
+    else:
+        error(f"gputui record: cannot write {path}: {os_reason(exc)}")
+    return EXIT_USAGE
 
 
 def run(
@@ -28,24 +41,27 @@ def run(
 ) -> int:
     """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
     writing failed part-way."""
-    if os.path.exists(path) and os.path.getsize(path) > 0 and not force:
-        error(f"gputui record: {path} exists (use --force to overwrite it)")
-        return EXIT_USAGE
+    try:
+        check_target(path, replace=force)  # before opening the backend; created safely below
+    except OSError as exc:
+        return _refused(path, exc)
     try:
         session = open_session(spec, seed=seed, interval=interval)
     except SessionError as exc:
         error(str(exc))
         return EXIT_NO_GPU
     try:
-        recorder = Recorder(path, node=session.node)
-    except OSError as exc:
+        recorder = Recorder(path, node=session.node, replace=force)
+    except OSError as exc:  # nothing is left behind: a replaced file is still there
         session.close()
-        error(f"gputui record: cannot write {path}: {exc.strerror or exc}")
-        return EXIT_USAGE
-    failed: list[BaseException] = []
+        return _refused(path, exc)
+    failed: list[Exception] = []
     done = threading.Event()
+    unanswered: list[Snapshot] = []
 
     def write(snapshot: Snapshot) -> None:
+        if snapshot.stall is not None:
+            unanswered.append(snapshot)  # written too: a replay shows the gap as it was
         try:
             recorder.write(snapshot)
         except (OSError, ValueError) as exc:  # a full disk: stop, keep what was written
@@ -72,13 +88,26 @@ def run(
         pass
     finally:
         session.close()
-        recorder.close()
-    size = os.path.getsize(path)
-    print(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")
+        try:
+            recorder.close()  # the gzip trailer can meet a full disk too
+        except OSError as exc:
+            failed.append(exc)
+    size = recorder.bytes_written
+    emit(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")
+    if unanswered:
+        stall = unanswered[0].stall
+        assert stall is not None
+        error(
+            f"gputui record: {len(unanswered)} of the {recorder.count} readings are missing: "
+            f"{session.backend.name} did not answer from {fmt_clock(stall.since)} "
+            "(those lines repeat the last values, marked as not answered)"
+        )
     if failed:
-        error(f"gputui record: writing {path} failed: {failed[0]}")
+        first = failed[0]
+        reason = os_reason(first) if isinstance(first, OSError) else str(first)
+        error(f"gputui record: writing {path} failed: {reason}")
         return EXIT_WRITE_FAILED
     return EXIT_OK
 
 
-__all__ = ["run"]
+__all__ = ["EXIT_WRITE_FAILED", "run"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gputui.codec import snapshot_to_json
 from gputui.commands.output import emit, error
-from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.format import fmt_duration
 from gputui.model import Snapshot
 from gputui.record import RecordingError, parse_duration
@@ -89,10 +89,15 @@ def run(
         error(str(exc))
         return EXIT_NO_GPU
     with session:
-        session.sampler.poll()
-        time.sleep(SETTLE_S)
-        snapshot = session.sampler.poll()
+        sampler = session.sampler
+        snapshot = sampler.poll(deadline=sampler.deadline)
+        if snapshot.stall is None:
+            time.sleep(SETTLE_S)
+            snapshot = sampler.poll(deadline=sampler.deadline)
     _print(snapshot, as_json)
+    if snapshot.stall is not None:  # printed with its "not responding" finding, and failed
+        error(f"gputui snapshot: {session.backend.name} is not answering (a driver call hangs)")
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from gputui.commands.output import error
+from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_OK, EXIT_USAGE
 from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
 
@@ -33,14 +33,16 @@ def run(name: str | None) -> int:
             for s in load_specs()
         ]
         widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+        table = []
         for r in (head, *rows):
             cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
             cells += [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
-            print("  ".join(cells).rstrip())
-        print(
+            table.append("  ".join(cells).rstrip())
+        table.append(
             "Dense peaks (no sparsity); BF16/FP8 with FP32 accumulate. "
             "`gputui specs NAME`: one row."
         )
+        emit("\n".join(table))
         return EXIT_OK
     match = lookup(name)
     if match is None:
@@ -85,9 +87,11 @@ def run(name: str | None) -> int:
     if s.notes:
         lines.append(("notes", s.notes))
     width = max(len(k) for k, _ in lines)
+    out = []
     for key, value in lines:
-        print(f"{key.ljust(width)}  {value}")
-    print("Peaks are dense (no sparsity); FP16/BF16/FP8/INT8 with FP32 accumulate.")
+        out.append(f"{key.ljust(width)}  {value}")
+    out.append("Peaks are dense (no sparsity); FP16/BF16/FP8/INT8 with FP32 accumulate.")
+    emit("\n".join(out))
     return EXIT_OK
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from gputui.commands.output import emit, error
-from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK
+from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.record import RecordingError
 from gputui.session import BackendSpec, SessionError, open_session
 
 SETTLE_S = 0.5
@@ -22,11 +23,18 @@ def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
         error(str(exc))
         return EXIT_NO_GPU
     with session:
-        snapshot = session.sampler.poll()
+        try:
+            snapshot = session.sampler.poll(deadline=session.sampler.deadline)
+        except RecordingError as exc:  # a replayed reading that does not fit, naming its line
+            error(f"gputui topo: cannot replay: {exc}")
+            return EXIT_USAGE
     if as_json:
         emit(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
     else:
         emit(render_text(snapshot.node, snapshot))
+    if snapshot.stall is not None:  # the wiring is known, the link state is not
+        error(f"gputui topo: {session.backend.name} is not answering (a driver call hangs)")
+        return EXIT_FAILED
     return EXIT_OK
 
 

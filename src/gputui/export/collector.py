@@ -131,8 +131,17 @@ class GpuCollector(Collector):
             last_xid = dict(self._last_xid)
             events = dict(self._events)
         active = [f for f in snapshot.findings if f.active]
+        stall = snapshot.stall
+        out.gauge(
+            "gputui_backend_stall_seconds",
+            "Seconds the GPU library has not answered the current reading (0: answering). "
+            "While it is not answering, no GPU values are exported (they would be stale).",
+            {},
+            0.0 if stall is None else max(snapshot.timestamp - stall.since, 0.0),
+        )
         lost_doc = "1 when the GPU stopped answering (fell off the bus), else 0."
-        for s in snapshot.gpus:
+        # A stalled snapshot repeats old values: exporting them would record them as fresh.
+        for s in () if stall is not None else snapshot.gpus:
             gpu_info = node.gpu(s.index)
             labels = dcgm_labels(gpu_info, s.index, node.hostname)
             out.gauge("gputui_gpu_lost", lost_doc, labels, 1.0 if s.lost else 0.0)
@@ -177,8 +186,9 @@ class GpuCollector(Collector):
                 {"gpu": "" if gpu is None else str(gpu), "kind": kind},
                 float(count),
             )
-        self._processes(out, snapshot)
-        self._host(out, snapshot)
+        if stall is None:
+            self._processes(out, snapshot)
+            self._host(out, snapshot)
         yield from out
 
     def _gputui_gpu(self, out: _Families, s: GpuSample) -> None:
@@ -235,7 +245,8 @@ class GpuCollector(Collector):
                 "gputui_health_status",
                 status_doc,
                 {"gpu": str(s.index)},
-                float(SEVERITY_ORDER[gpu_severity(active, s.index)]),
+                # a driver that does not answer fails every GPU behind it
+                float(3 if snapshot.stall else SEVERITY_ORDER[gpu_severity(active, s.index)]),
             )
         out.gauge(
             "gputui_node_health_status",

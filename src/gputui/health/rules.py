@@ -124,6 +124,26 @@ def _finding(
 def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
     node = ctx.snapshot.node
     vendor = hints.vendor_of(None, node)
+    stall = ctx.snapshot.stall
+    if stall is not None:
+        waited = fmt_duration(max(ctx.now - stall.since, 0.0))
+        where = f"reading GPU {stall.gpu_index}, " if stall.gpu_index is not None else ""
+        library = node.backend.split(":", 1)[0]
+        seen = (
+            f"; values shown are from {fmt_duration(max(ctx.now - stall.last_reading, 0.0))} ago"
+            if stall.last_reading is not None
+            else ""
+        )
+        yield Finding(
+            rule="not_responding",
+            severity="fail",
+            message=f"{library} not responding for {waited} ({where}a driver call hangs){seen}",
+            hint=f"check {hints.smi(vendor)} (it may hang too) and the "
+            f"kernel log (dmesg) for GPU errors; drain the node, then reset the GPU or reboot",
+            gpu_index=None,  # the driver's lock is node-wide: every GPU waits behind it
+            key="not_responding:stall",
+        )
+        return
     if not node.gpus:
         yield _finding(
             "not_responding",

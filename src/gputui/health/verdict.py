@@ -176,7 +176,8 @@ def evaluate(
     for index in judged:
         info = node.gpu(index)
         assert info is not None
-        status = gpu_status(findings, index)
+        # A driver that does not answer fails every GPU behind it (its lock is node-wide).
+        status = "fail" if snapshot.stall is not None else gpu_status(findings, index)
         statuses.append(
             GpuStatus(index, info.name, info.uuid, status, _gpu_summary(snapshot, index))
         )
@@ -197,6 +198,8 @@ def evaluate(
 
 
 def _gpu_summary(snapshot: Snapshot, index: int) -> str:
+    if snapshot.stall is not None:
+        return "no answer from the driver"
     sample = snapshot.sample(index)
     if sample is None:
         return "not read"

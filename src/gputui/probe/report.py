@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from gputui.format import sanitize
 from gputui.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
 from gputui.probe.protocol import (
@@ -225,6 +226,6 @@ def progress_printer(stream: TextIO) -> EventCallback:
                 text = f"error{' in ' + test if test else ''}: {message}"
             case _:
                 return
-        print(f"[{who}] {text}", file=stream, flush=True)
+        print(sanitize(f"[{who}] {text}"), file=stream, flush=True)
 
     return show

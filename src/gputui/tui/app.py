@@ -8,14 +8,26 @@ hands the snapshot to the visible screen. The UI thread never calls a backend, e
 Recording (key R) attaches a :class:`~gputui.tui.recording.RecordingSession` to the sampler as a
 listener. Replay mode (the sampler reads a ``ReplayBackend``) swaps the display pause for the
 replay's play/pause on space, adds seek and speed keys, and disables signals and recording.
+``--readonly`` disables everything that acts on the node or writes a file: signals (k), the probe
+(p, it loads the GPUs) and recording (R); each is gone from the footer, the help and the palette.
+
+SIGTERM and SIGHUP end the app the way q does (the terminal is restored), with exit status
+128 + the signal's number; a shutdown that does not finish within :data:`SIGNAL_EXIT_GRACE_S`
+(a terminal that has gone away can block the output thread) is cut short with the same status.
 """
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App
@@ -29,6 +41,7 @@ from gputui.health.rollup import NewFindings, where
 from gputui.model import ProcessSample, Snapshot
 from gputui.playback import clamp_speed
 from gputui.sampler import INTERVAL_PRESETS, Sampler
+from gputui.signals import ProcessRef, SignalRefused
 from gputui.tui.commands import GpuCommands
 from gputui.tui.messages import (
     AcknowledgeFindings,
@@ -54,6 +67,15 @@ DARK_THEME = "textual-dark"
 REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
 """Bound to cursor keys (with priority, over the process table's): only on the dashboard, and
 never while typing in the filter."""
+READONLY_DISABLED = frozenset({"toggle_record", "probe"})
+"""App actions ``--readonly`` disables (and hides); the dashboard disables its signal action."""
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end the app cleanly (as q does) instead of killing it with the terminal still in
+the alternate screen, the cursor hidden and mouse reporting on."""
+SIGNAL_EXIT_GRACE_S = 5.0
+"""After SIGTERM/SIGHUP the process exits within this long, even when shutting down blocks."""
+HUNG_UP_GRACE_S = 1.0
+"""The same when the terminal has gone away (nothing to restore; the output thread may block)."""
 
 
 class GpuTuiApp(App[None]):
@@ -125,6 +147,7 @@ class GpuTuiApp(App[None]):
         self.record_dir = Path(record_dir) if record_dir is not None else Path(".")
         self.recording: RecordingSession | None = None
         self._replay_ended = False
+        self._exit_signal: signal.Signals | None = None
         self.start_sampler = start_sampler
         self.paused = False
         self.latest: Snapshot | None = sampler.latest
@@ -148,6 +171,47 @@ class GpuTuiApp(App[None]):
 
     def get_default_screen(self) -> Screen[None]:
         return self.dashboard
+
+    async def run_async(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the app (what :meth:`run` calls); SIGTERM and SIGHUP end it like q does, from
+        before the terminal is switched to the alternate screen until after it is restored.
+        Returns what the app exited with (``App.exit(result)``)."""
+        loop = asyncio.get_running_loop()
+        caught = self._catch_exit_signals(loop)
+        try:
+            return await super().run_async(*args, **kwargs)
+        finally:
+            for sig, previous in caught.items():
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, previous)
+
+    def _catch_exit_signals(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> dict[signal.Signals, signal.Handlers | int | Callable[..., Any]]:
+        """Handle :data:`EXIT_SIGNALS` on the event loop; the handlers they replace."""
+        caught: dict[signal.Signals, signal.Handlers | int | Callable[..., Any]] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return caught  # only the main thread may set signal handlers
+        for sig in EXIT_SIGNALS:
+            previous = signal.getsignal(sig)
+            if previous is signal.SIG_IGN:
+                continue  # started under nohup (or the like): leave it ignored
+            try:
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue
+            caught[sig] = previous if previous is not None else signal.SIG_DFL
+        return caught
+
+    def _exit_on_signal(self, sig: signal.Signals) -> None:
+        code = 128 + int(sig)
+        if self._exit_signal is None:
+            self._exit_signal = sig
+            grace = HUNG_UP_GRACE_S if _terminal_gone() else SIGNAL_EXIT_GRACE_S
+            threading.Thread(
+                target=_exit_after_grace, args=(code, grace), name="gputui-exit", daemon=True
+            ).start()
+        self.exit(return_code=code)
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -304,8 +368,8 @@ class GpuTuiApp(App[None]):
         """Open the probe screen (key p closes it, cancelling a running probe)."""
         from gputui.tui.screens.probe import ProbeScreen
 
-        if self.replay is not None or isinstance(self.screen, ProbeScreen):
-            return
+        if self.readonly or isinstance(self.screen, ProbeScreen):
+            return  # a replay is read-only too
         screen = ProbeScreen(self.dashboard.node, self.latest, session_factory=self.probe_session)
         self.push_screen(screen)
 
@@ -322,7 +386,7 @@ class GpuTuiApp(App[None]):
     # -- recording ---------------------------------------------------------------------------------
 
     def action_toggle_record(self) -> None:
-        if self.replay is not None:
+        if self.readonly:  # a replay is read-only too
             return
         if self.recording is None:
             self.start_recording()
@@ -331,14 +395,21 @@ class GpuTuiApp(App[None]):
 
     def start_recording(self) -> None:
         """Write every reading from now on to a new file in :attr:`record_dir`."""
-        if self.recording is not None or self.replay is not None:
+        if self.recording is not None or self.readonly:
             return
         node = self.dashboard.node
-        path = default_record_path(node.hostname, self.record_dir)
-        try:
-            session = RecordingSession(path, node=node, on_error=self._post_recording_error)
-        except Exception as exc:  # unwritable directory, no such directory, ...
-            self.notify(f"could not record to {path}: {exc}", title="record", severity="error")
+        for _attempt in range(3):  # another gputui may take the same name in the same second
+            path = default_record_path(node.hostname, self.record_dir)
+            try:
+                session = RecordingSession(path, node=node, on_error=self._post_recording_error)
+                break
+            except FileExistsError:
+                continue
+            except Exception as exc:  # unwritable directory, no such directory, ...
+                self.notify(f"could not record to {path}: {exc}", title="record", severity="error")
+                return
+        else:
+            self.notify(f"could not record to {path}: it exists", title="record", severity="error")
             return
         self.recording = session
         self.sampler.add_listener(session.write)
@@ -374,7 +445,7 @@ class GpuTuiApp(App[None]):
         if session is None:
             return
         self.notify(
-            f"recording to {session.path} stopped: {message.error}",
+            f"recording stopped: {message.error}",  # the error names the file
             title="record",
             severity="error",
             timeout=10,
@@ -385,9 +456,11 @@ class GpuTuiApp(App[None]):
     # -- replay ------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Replay keys only in replay mode; recording, the display pause and the probe only
-        live."""
-        if action in ("toggle_record", "toggle_pause", "probe"):
+        """Replay keys only in replay mode; the display pause only live; recording and the probe
+        neither in a replay nor with ``--readonly`` (hidden from the footer and the help)."""
+        if action in READONLY_DISABLED:
+            return not self.readonly  # a replay is read-only too
+        if action == "toggle_pause":
             return self.replay is None
         if not action.startswith("replay_"):
             return True
@@ -480,8 +553,11 @@ class GpuTuiApp(App[None]):
 
     @work(thread=True, group="signal", exit_on_error=False)
     def _signal_worker(self, process: ProcessSample, sig: signal.Signals) -> None:
+        # The PID carries the start time shown: the backend checks, right before sending, that
+        # the PID still names that process (not one that took the PID while the dialog was open).
+        target = ProcessRef(process.pid, process.start_time)
         try:
-            self.sampler.signal_process(process.pid, sig)
+            self.sampler.signal_process(target, sig)
         except Exception as exc:  # ProcessLookupError, PermissionError, backend errors
             self.post_message(SignalSent(process, sig, exc))
         else:
@@ -494,12 +570,38 @@ class GpuTuiApp(App[None]):
             self.notify(f"sent {name} to {who}", timeout=4)
             if self.start_sampler:
                 self.sampler.refresh_now()
+        elif isinstance(message.error, SignalRefused):
+            self.notify(str(message.error), title=f"{name} not sent", severity="warning")
         elif isinstance(message.error, ProcessLookupError):
             self.notify(f"{who} has already exited", severity="warning")
         elif isinstance(message.error, PermissionError):
             self.notify(f"not allowed to signal {who}", severity="error")
         else:
             self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
+
+
+def _terminal_gone() -> bool:
+    """Whether the terminal the app draws on has been hung up (the SSH connection dropped): then
+    every call on it fails with EIO."""
+    import termios
+
+    stream = sys.__stderr__
+    try:
+        if stream is not None:
+            termios.tcgetattr(stream.fileno())
+    except termios.error as exc:
+        return bool(exc.args) and exc.args[0] == errno.EIO  # not ENOTTY: no terminal at all
+    except (OSError, ValueError):  # a closed or unusual stream
+        pass
+    return False
+
+
+def _exit_after_grace(code: int, grace: float) -> None:
+    """Started by SIGTERM/SIGHUP: the normal shutdown restores the terminal and exits well within
+    the grace period; if it has not (the output thread blocked writing to a terminal that has
+    gone away), leave anyway."""
+    time.sleep(grace)
+    os._exit(code)
 
 
 __all__ = ["GpuTuiApp"]

@@ -1,6 +1,6 @@
 """Command palette (ctrl+p) entries for gputui: show one GPU, show all, pause, interval presets,
-refresh, start/stop recording (live) or the replay controls (replay), health findings, topology,
-the probe (live), help, light/dark theme, quit."""
+refresh, start/stop recording (live, not --readonly) or the replay controls (replay), health
+findings, topology, the probe (live, not --readonly), help, light/dark theme, quit."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
             partial(app.change_interval, seconds),
         )
     yield ("Refresh now", "Take a reading now", app.action_refresh_now)
-    if replay is None:
+    if not app.readonly:  # neither in a replay nor with --readonly
         if app.recording is None:
             yield (
                 "Start recording",
@@ -66,7 +66,7 @@ def gputui_commands(app: GpuTuiApp) -> Iterator[Command]:
         "GPU interconnect matrix, PCIe and P2P per GPU, NVLink/XGMI link state and traffic",
         app.action_topology,
     )
-    if replay is None:
+    if not app.readonly:
         yield (
             "Run the probe",
             "Measure memory bandwidth, PCIe and matmul TFLOPS against the spec sheet; what fits",

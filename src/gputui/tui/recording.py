@@ -3,11 +3,16 @@ the sampler as a listener, so every reading the dashboard gets is also written t
 
 The listener runs on the polling thread; stopping happens on the UI thread. A lock keeps the file
 from being closed in the middle of a write, and a write that fails (a full disk) is reported
-through ``on_error`` (the app posts a message) instead of raising into the sampler.
+through ``on_error`` (the app posts a message) instead of raising into the sampler; the file keeps
+every complete line written before it, a readable recording.
+
+The file is created as ``gputui record`` creates one (:class:`gputui.record.Recorder`): exclusively,
+never through a symbolic link, and removed again when not even its header could be written.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -27,7 +32,7 @@ def default_record_path(
     directory = Path(directory)
     path = directory / f"gputui-{host}-{stamp}.jsonl.gz"
     n = 2
-    while path.exists():
+    while os.path.lexists(path):  # a dangling symbolic link takes the name too
         path = directory / f"gputui-{host}-{stamp}-{n}.jsonl.gz"
         n += 1
     return path
@@ -53,7 +58,8 @@ class RecordingSession:
         self._on_error = on_error
         self._lock = threading.Lock()
         self._closed = False
-        self._recorder: Any = Recorder(path, node=node)  # OSError: unwritable directory, ...
+        # OSError: unwritable directory, a full disk (then no file is left), the name taken
+        self._recorder: Any = Recorder(path, node=node)
 
     def write(self, snapshot: Snapshot) -> None:
         """The sampler listener (polling thread)."""

@@ -105,6 +105,7 @@ class AmdSmiBackend(Backend):
             return []
         samples = []
         for index in range(len(self._calls.handles)):
+            self.reading_gpu = index
             try:
                 self._calls.begin_reading(index)
                 sample = self._reader.read(index, now, slow)
@@ -120,6 +121,7 @@ class AmdSmiBackend(Backend):
                 samples.append(GpuSample(index=index, timestamp=now, lost=True, error=str(gone)))
             except Exception as exc:  # a bug here must not take the other GPUs down
                 samples.append(GpuSample(index=index, timestamp=now, error=f"AMD-SMI: {exc!r}"))
+        self.reading_gpu = None
         return samples
 
     def read_processes(self, now: float) -> list[ProcessSample]:

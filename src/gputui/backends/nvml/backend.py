@@ -127,6 +127,7 @@ class NvmlBackend(Backend):
         samples = []
         for gpu in self._gpus:
             if not gpu.lost and self._calls is not None:
+                self.reading_gpu = gpu.index
                 try:
                     gpu.begin_reading()
                     sample = read_sample(self._calls, gpu, now, slow)
@@ -144,6 +145,7 @@ class NvmlBackend(Backend):
                     samples.append(GpuSample(index=gpu.index, timestamp=now, error=str(exc)))
                     continue
             samples.append(GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.error))
+        self.reading_gpu = None
         return samples
 
     def read_processes(self, now: float) -> list[ProcessSample]:
@@ -153,12 +155,14 @@ class NvmlBackend(Backend):
         for gpu in self._gpus:
             if gpu.lost:
                 continue
+            self.reading_gpu = gpu.index
             try:
                 processes.extend(gpu_processes(self._calls, gpu))
             except GpuLost:
                 gpu.mark_lost()
             except Exception:  # a binding bug on one GPU must not hide the others' processes
                 continue
+        self.reading_gpu = None
         return processes
 
     def read_events(self, now: float) -> list[GpuEvent]:

@@ -188,10 +188,18 @@ class DashboardScreen(Screen[None]):
         if findings:
             self.health_enabled = True
         health = self.health_enabled
+        stall = snapshot.stall
         with self.app.batch_update():
+            # While the driver does not answer, the values are those of the last reading: the
+            # clock shows when they were read, the bar for how long there has been no answer,
+            # and the panels and table are dimmed.
+            shown_at = stall.last_reading if stall and stall.last_reading else snapshot.timestamp
             self.title_bar.set_state(
-                timestamp=snapshot.timestamp, health=node_summary(findings) if health else None
+                timestamp=shown_at,
+                health=node_summary(findings) if health else None,
+                stale_s=None if stall is None else max(snapshot.timestamp - stall.since, 0.0),
             )
+            self.set_class(stall is not None, "-stale")
             panels = self.panels
             for sample in snapshot.gpus:
                 panel = panels.get(sample.index)

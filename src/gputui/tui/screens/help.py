@@ -55,25 +55,27 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
     ),
     (
         "Probe",
-        "press p (not in a replay): pick GPUs (busy ones, with processes or more than 1 GiB in "
-        "use, are listed unchecked) and tests, then Start or enter. Each GPU is measured in a "
-        "child process (python -m gputui.probe): memory copy/triad, host<->device over the PCIe "
-        "link it negotiated, matmul TFLOPS per precision. The table shows measured, spec, % of "
-        "spec and a verdict (OK at 90% or more of the fraction a healthy GPU reaches, WARN "
-        "80-90%, LOW below, or 10% below its siblings), with telemetry during the run and a "
-        "short summary. 'What fits' sizes models for inference and Adam training from the "
-        "highlighted GPU's and the node's memory. Without a GPU (the demo) it runs on the CPU, "
-        "with no spec comparison. Esc cancels a running probe and closes the screen.",
+        "press p (not in a replay or with --readonly): pick GPUs (busy ones, with processes or "
+        "more than 1 GiB in use, are listed unchecked) and tests, then Start or enter. Each GPU"
+        " is measured in a child process (python -m gputui.probe): memory copy/triad, "
+        "host<->device over the PCIe link it negotiated, matmul TFLOPS per precision. The table"
+        " shows measured, spec, % of spec and a verdict (OK at 90% or more of the fraction a "
+        "healthy GPU reaches, WARN 80-90%, LOW below, or 10% below its siblings), with "
+        "telemetry during the run and a short summary. 'What fits' sizes models for inference "
+        "and Adam training from the highlighted GPU's and the node's memory. Without a GPU (the"
+        " demo) it runs on the CPU, with no spec comparison. Esc cancels a running probe and "
+        "closes the screen.",
     ),
     (
         "Record and replay",
         "R starts recording every reading to gputui-HOST-DATE-TIME.jsonl.gz in the current "
-        "directory and R again stops it (not in a replay). gputui --replay FILE opens the "
-        "dashboard on a recording: space plays or pauses the replay (instead of pausing the "
-        "display), ← → seek 10 s, shift+← shift+→ or [ ] a minute, home/end jump to the start "
-        "or the end, < > (or , .) halve or double the speed (×0.25 to ×64). After a seek the "
-        "history plots start empty and rebuild as the replay plays. At the end of the recording "
-        "the replay pauses; space plays it again from the start. Signals are disabled.",
+        "directory and R again stops it (not in a replay or with --readonly). gputui --replay "
+        "FILE opens the dashboard on a recording: space plays or pauses the replay (instead of "
+        "pausing the display), ← → seek 10 s, shift+← shift+→ or [ ] a minute, home/end jump to"
+        " the start or the end, < > (or , .) halve or double the speed (×0.25 to ×64). After a "
+        "seek the history plots start empty and rebuild as the replay plays. At the end of the "
+        "recording the replay pauses; space plays it again from the start. Signals are "
+        "disabled.",
     ),
     (
         "Host strip",

@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputui import topology as topo
-from gputui.format import NA, fmt_pcie, fmt_rate, sanitize, short_gpu_name
+from gputui.format import NA, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, NodeInfo, Snapshot, Topology
 from gputui.tui.widgets.history_plot import sparkline
@@ -368,7 +368,7 @@ class TopologyScreen(Screen[None]):
                 row.add(" " * left).add(cell.code, cell_class(cell.code, cell.kind))
                 row.add(" " * (col - left - len(cell.code)))
             loc = locality.get(a)
-            row.add("  ").add(f"{sanitize((loc.cpu_affinity if loc else None) or NA):<{aff_width}}")
+            row.add("  ").add(pad(sanitize((loc.cpu_affinity if loc else None) or NA), aff_width))
             numa = loc.numa_node if loc is not None else None
             row.add(f"  {NA if numa is None else numa:>4}")
             lines.append(row.line())
@@ -485,7 +485,7 @@ class TopologyScreen(Screen[None]):
             path = topology.path(index, peer)
             b = LineBuilder().add(f"  → GPU{peer:<3}", TITLE)
             b.add(f"{cell.code:<6}", cell_class(cell.code, cell.kind))
-            b.add(f"{sanitize(cell.detail or ''):<40}", LABEL)
+            b.add(pad(sanitize(cell.detail or ""), 40), LABEL)
             b.add("P2P read ", LABEL).add(*_yes_no(path.p2p_read if path else None))
             b.add("  write ", LABEL).add(*_yes_no(path.p2p_write if path else None))
             lines.append(b.line())

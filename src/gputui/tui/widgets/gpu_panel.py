@@ -20,6 +20,8 @@ from textual.message import Message
 
 from gputui.format import (
     NA,
+    cell_width,
+    clip,
     fmt_bytes_pair,
     fmt_clock,
     fmt_mhz,
@@ -28,6 +30,7 @@ from gputui.format import (
     fmt_power_pair,
     fmt_rate,
     fmt_temp,
+    pad,
     sanitize,
     short_gpu_name,
 )
@@ -184,7 +187,7 @@ class GpuPanel(LineWidget):
         b = LineBuilder()
         b.add(f"{info.index}", SELECTED if self.selected else TITLE)
         b.add(" ")
-        b.add(sanitize(short_gpu_name(info.name))[:8].ljust(8), VALUE)
+        b.add(pad(clip(sanitize(short_gpu_name(info.name)), 8), 8), VALUE)
         if s is None:
             return [b.add(WAITING_TEXT, DIM).line(width)]
         if s.lost or s.error is not None:
@@ -289,8 +292,8 @@ class GpuPanel(LineWidget):
         right_w = line_width(right)
         name = sanitize(info.name)
         room = width - 4 - len(f" {info.index} ") - 1 - (right_w + 2 if right_w else 0)
-        if len(name) > room:
-            name = sanitize(short_gpu_name(info.name))[: max(room, 0)]
+        if cell_width(name) > room:
+            name = clip(sanitize(short_gpu_name(info.name)), max(room, 0))
         b = LineBuilder().add("╭─", frame)
         b.add(f" {info.index} ", SELECTED if self.selected else TITLE)
         b.add(name, TITLE).add(" ")
@@ -593,7 +596,7 @@ class GpuPanel(LineWidget):
             used = reading.memory_used_bytes if reading else None
             total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
             b = LineBuilder().add("MIG".ljust(10), LABEL)
-            b.add(sanitize(dev.name or "slice").ljust(12), VALUE)
+            b.add(pad(sanitize(dev.name or "slice"), 12), VALUE)
             b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
             b.add("  mem ", LABEL).add(
                 fmt_bytes_pair(used, total), VALUE if used is not None else DIM

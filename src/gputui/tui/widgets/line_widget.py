@@ -25,6 +25,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.format import cell_width, clip
+
 if TYPE_CHECKING:
     from textual.css.styles import RenderStyles
 
@@ -57,6 +59,8 @@ PLOT_UTIL = "meter--plot-util"
 PLOT_MEM = "meter--plot-mem"
 PLOT_CPU = "meter--plot-cpu"
 PAUSED = "meter--paused"
+ALARM = "meter--alarm"
+"""Something is wrong right now (the driver is not answering): bold, reversed, in red."""
 
 COMPONENT_CLASSES: frozenset[str] = frozenset(
     {
@@ -66,6 +70,7 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
         OK,
         WARN,
         BAD,
+        ALARM,
         ACCENT,
         FAST,
         SLOW,
@@ -95,7 +100,8 @@ cost about as much as a few unchanged cells)."""
 
 
 def line_width(line: Line) -> int:
-    return sum(len(text) for text, _ in line)
+    """Terminal cells of ``line`` (a CJK character takes two)."""
+    return sum(cell_width(text) for text, _ in line)
 
 
 def fit(line: Line, width: int) -> Line:
@@ -105,11 +111,13 @@ def fit(line: Line, width: int) -> Line:
     for text, cls in line:
         if used >= width:
             break
-        if used + len(text) > width:
-            text = text[: width - used]
+        w = cell_width(text)
+        if used + w > width:
+            text = clip(text, width - used)
+            w = cell_width(text)
         if text:
             out.append((text, cls))
-            used += len(text)
+            used += w
     if used < width:
         out.append((" " * (width - used), ""))
     return out
@@ -127,7 +135,7 @@ class LineBuilder:
     def add(self, text: str, cls: str = "") -> LineBuilder:
         if text:
             self.pieces.append((text, cls))
-            self.width += len(text)
+            self.width += cell_width(text)
         return self
 
     def extend(self, pieces: Iterable[Piece]) -> LineBuilder:
@@ -234,6 +242,10 @@ class LineWidget(Widget):
             old_text = old_texts[y] if y < len(old_texts) else ""
             old_code = old_codes[y] if y < len(old_codes) else ""
             if old_text == new_text and old_code == new_code:
+                continue
+            if not (old_text.isascii() and new_text.isascii()):
+                # A wide character makes text positions differ from cells: repaint the line.
+                regions.append(Region(0, y, width, 1))
                 continue
             for start, end in changed_spans(old_text, old_code, new_text, new_code):
                 regions.append(Region(start, y, end - start, 1))

@@ -7,11 +7,12 @@ changes it."""
 
 from __future__ import annotations
 
-from gputui.format import fmt_clock, fmt_interval, sanitize
+from gputui.format import fmt_clock, fmt_duration, fmt_interval, sanitize
 from gputui.model import NodeInfo
 from gputui.tui.replay import ReplayStatus, fmt_hms, fmt_speed
 from gputui.tui.widgets.line_widget import (
     ACCENT,
+    ALARM,
     BAD,
     DIM,
     LABEL,
@@ -52,6 +53,8 @@ class TitleBar(LineWidget):
         self.recording = False
         self.replay: ReplayStatus | None = None
         """Replay position and state; None: a live session."""
+        self.stale_s: float | None = None
+        """Seconds the backend has not answered (the values shown are older); None: answering."""
 
     def set_state(
         self,
@@ -64,6 +67,7 @@ class TitleBar(LineWidget):
         health: tuple[str, str] | str | None = "",
         recording: bool | None = None,
         replay: ReplayStatus | None = None,
+        stale_s: float | str | None = "",
     ) -> None:
         """Change what the bar shows (arguments left out keep their value)."""
         if timestamp is not None:
@@ -82,6 +86,8 @@ class TitleBar(LineWidget):
             self.recording = recording
         if replay is not None:
             self.replay = replay
+        if not isinstance(stale_s, str):
+            self.stale_s = stale_s
         self.rebuild()
 
     def build_lines(self, width: int, height: int) -> list[Line]:
@@ -102,6 +108,8 @@ class TitleBar(LineWidget):
         if self.health is not None:
             text, severity = self.health
             right.add(text, _HEALTH_CLASS.get(severity, OK)).add("  ")
+        if self.stale_s is not None:
+            right.add(f" NO ANSWER {fmt_duration(self.stale_s)} ", ALARM).add("  ")
         if self.note:
             right.add(self.note, WARN).add("  ")
         if self.gpu_filter is not None:
@@ -124,7 +132,7 @@ class TitleBar(LineWidget):
             right.add("every ", LABEL).add(fmt_interval(self.interval), VALUE).add("  ")
         right.add(
             fmt_clock(self.timestamp) if self.timestamp else "--:--:--",
-            VALUE if self.timestamp else DIM,
+            VALUE if self.timestamp and self.stale_s is None else DIM,
         )
         b = LineBuilder().add(" ")
         room = width - right.width - 3

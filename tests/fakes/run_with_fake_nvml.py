@@ -1,0 +1,42 @@
+"""Run ``gputui`` in a subprocess against the fake pynvml, for tests of what a wedged driver does
+to whole commands (check, export, record, the dashboard).
+
+    python -m tests.fakes.run_with_fake_nvml GPUTUI-ARGS...
+
+``FAKE_NVML_GPUS`` (default 2) sets the GPU count. ``FAKE_NVML_HANG`` makes the driver wedge:
+``init`` (nvmlInit never returns), or ``GPU:CALLS`` (every call on GPU ``GPU`` blocks once it has
+answered ``CALLS`` calls). Nothing ever releases it: the process must cope on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+
+
+def main() -> int:
+    count = int(os.environ.get("FAKE_NVML_GPUS", "2"))
+    hang = os.environ.get("FAKE_NVML_HANG", "")
+    wedged = threading.Event()  # never set
+    gpus = [FakeGpu() for _ in range(count)]
+    kwargs = {}
+    if hang == "init":
+        kwargs["init_hang"] = wedged
+    elif hang:
+        gpu, _, calls = hang.partition(":")
+        gpus[int(gpu)].hang = wedged
+        gpus[int(gpu)].hang_after = int(calls or 0)
+    fake = make_fake_nvml(gpus, **kwargs)
+    fake.__file__ = "fake/pynvml.py"  # looks like nvidia-ml-py's module, not the old shim
+    sys.modules["pynvml"] = fake  # type: ignore[assignment]
+
+    from gputui.cli import main as gputui_main
+
+    return gputui_main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""A driver call that never returns (a sick GPU, a wedged driver): every mode says so within its
+deadline and stays in control — the sampler, ``check``, the exporter, ``record`` and the
+dashboard. The fake pynvml blocks a GPU's calls on an event the test holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+
+from gputui.backends.nvml import NvmlBackend
+from gputui.health import HealthConfig, HealthMonitor
+from gputui.sampler import BackendBusy, Sampler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def wedged() -> Iterator[threading.Event]:
+    """The event hung calls wait on; set at the end so no thread is left blocked."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def hung_sampler(wedged: threading.Event, *, after: int) -> tuple[Sampler, FakeGpu]:
+    """A sampler over two fake GPUs, opened; GPU 1's calls block once it has answered ``after``
+    more calls."""
+    gpus = [FakeGpu(), FakeGpu()]
+    gpus[1].hang = wedged
+    gpus[1].hang_after = 10**9
+    backend = NvmlBackend(make_fake_nvml(gpus))
+    node = backend.open()
+    gpus[1].hang_after = gpus[1].call_count + after
+    sampler = Sampler(
+        backend,
+        interval=0.1,
+        node=node,
+        deadline=0.5,
+        health=HealthMonitor(HealthConfig(current_user="me"), env={}),
+    )
+    return sampler, gpus[1]
+
+
+def test_a_reading_that_does_not_return_is_reported_not_waited_for(wedged) -> None:
+    sampler, gpu = hung_sampler(wedged, after=10_000)
+    first = sampler.poll(deadline=0.5)
+    assert first.stall is None and len(first.gpus) == 2
+    gpu.hang_after = gpu.call_count  # from now on every call on GPU 1 blocks
+    started = time.monotonic()
+    stalled = sampler.poll(deadline=0.5)
+    assert 0.4 <= time.monotonic() - started < 2.0
+    assert stalled.stall is not None and stalled.stall.gpu_index == 1
+    assert stalled.stall.last_reading == first.timestamp
+    assert stalled.gpus == first.gpus  # the last values, marked stale
+    (finding,) = [f for f in stalled.findings if f.rule == "not_responding"]
+    assert finding.severity == "fail"
+    assert "NVML not responding for" in finding.message and "GPU 1" in finding.message
+    # Overdue already: the next poll does not wait again, and starts no second reading.
+    started = time.monotonic()
+    assert sampler.poll(deadline=0.5).stall is not None
+    assert time.monotonic() - started < 0.3
+    assert sampler.max_polls_in_flight == 1
+    # Nothing waits on the backend without a limit.
+    with pytest.raises(BackendBusy):
+        sampler.signal_process(os.getpid(), signal.SIGCONT)
+    started = time.monotonic()
+    sampler.close()
+    assert time.monotonic() - started < 3.0
+
+
+def test_the_driver_answering_again_ends_the_stall(wedged) -> None:
+    sampler, gpu = hung_sampler(wedged, after=0)
+    assert sampler.poll(deadline=0.3).stall is not None
+    wedged.set()  # the call returns
+    gpu.hang = None
+    deadline = time.monotonic() + 5
+    snapshot = sampler.poll(deadline=0.3)
+    while snapshot.stall is not None and time.monotonic() < deadline:
+        snapshot = sampler.poll(deadline=0.3)
+    assert snapshot.stall is None and len(snapshot.gpus) == 2
+    assert not any(f.rule == "not_responding" and f.active for f in snapshot.findings)
+    sampler.close()
+
+
+def test_the_polling_thread_keeps_publishing_while_a_call_hangs(wedged) -> None:
+    sampler, _gpu = hung_sampler(wedged, after=0)
+    got: list = []
+    sampler.start(got.append)
+    end = time.monotonic() + 5
+    while sum(1 for s in got if s.stall is not None) < 3 and time.monotonic() < end:
+        time.sleep(0.05)
+    stalls = [s for s in got if s.stall is not None]
+    assert len(stalls) >= 3  # one per tick once overdue, not one per deadline
+    ages = [s.timestamp - s.stall.since for s in stalls]
+    assert ages == sorted(ages)
+    started = time.monotonic()
+    sampler.close()
+    assert time.monotonic() - started < 4.0
+
+
+# -- whole commands, in a subprocess with the fake driver ---------------------------------------
+
+
+def run_fake(
+    *args: str, hang: str, timeout: float = 40, **kwargs
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *sys.path]), FAKE_NVML_HANG=hang)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.fakes.run_with_fake_nvml", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
+
+
+def test_check_gives_the_not_responding_verdict_when_a_reading_hangs() -> None:
+    started = time.monotonic()
+    result = run_fake("check", "--backend", "nvml", "--json", hang="1:40")
+    took = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "failed"
+    (finding,) = [f for f in data["findings"] if f["rule"] == "not_responding"]
+    assert "NVML not responding" in finding["message"] and "GPU 1" in finding["message"]
+    assert {g["status"] for g in data["gpus"]} == {"fail"}
+    assert took < 20  # the default --timeout is 20 s; a reading gets 5 s
+
+
+def test_check_ends_within_its_timeout_when_the_library_hangs_while_opening() -> None:
+    started = time.monotonic()
+    result = run_fake("check", "--backend", "nvml", "--timeout", "2", hang="init")
+    took = time.monotonic() - started
+    assert result.returncode == 2
+    assert result.stdout.startswith("FAILED (1)")
+    assert "did not answer within 2 s" in result.stdout
+    assert took < 10
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_exporter_reports_the_stall_and_stops_on_sigterm() -> None:
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *sys.path]), FAKE_NVML_HANG="1:60")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.fakes.run_with_fake_nvml",
+            "export",
+            "--backend",
+            "nvml",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--interval",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        text = ""
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                text = ""
+            if "gputui_node_health_status 3.0" in text:
+                break
+            time.sleep(0.3)
+        assert "gputui_node_health_status 3.0" in text
+        assert 'gputui_health_findings{gpu="",rule="not_responding",severity="fail"}' in text
+        assert "DCGM_FI_DEV_GPU_UTIL{" not in text  # stale values are not exported as fresh
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - started < 6
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def test_the_dashboard_marks_stale_values_and_quits_promptly(wedged) -> None:
+    from gputui.tui.app import GpuTuiApp
+
+    sampler, gpu = hung_sampler(wedged, after=10_000)
+    sampler.poll()
+    gpu.hang_after = gpu.call_count
+    app = GpuTuiApp(sampler)
+    async with app.run_test(size=(120, 40)) as pilot:
+        end = time.monotonic() + 5
+        while not app.dashboard.has_class("-stale") and time.monotonic() < end:
+            await pilot.pause(0.1)
+        assert app.dashboard.has_class("-stale")
+        assert "NO ANSWER" in app.dashboard.title_bar.plain_lines[0]
+        started = time.monotonic()
+        await pilot.press("q")
+    assert time.monotonic() - started < 3.0
+    started = time.monotonic()
+    sampler.close()
+    assert time.monotonic() - started < 3.0
