@@ -227,3 +227,33 @@ async def test_the_dashboard_marks_stale_values_and_quits_promptly(wedged) -> No
     started = time.monotonic()
     sampler.close()
     assert time.monotonic() - started < 3.0
+
+
+def test_record_ends_on_time_and_says_readings_were_missing(tmp_path) -> None:
+    path = tmp_path / "hung.jsonl"
+    started = time.monotonic()
+    result = run_fake(
+        "record",
+        str(path),
+        "--backend",
+        "nvml",
+        "--interval",
+        "0.2",
+        "--duration",
+        "3",
+        hang="1:60",
+    )
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 15
+    assert "readings are missing: NVML did not answer" in result.stderr
+    from gputui.record import read_recording
+
+    recording = read_recording(path)
+    assert any(s.stall is not None for s in recording.snapshots)  # the gap, as it was
+
+
+def test_snapshot_and_topo_say_the_driver_is_not_answering() -> None:
+    for command in ("snapshot", "topo"):
+        result = run_fake(command, "--backend", "nvml", hang="1:40")
+        assert result.returncode == 2, (command, result.stderr)
+        assert "is not answering (a driver call hangs)" in result.stderr
