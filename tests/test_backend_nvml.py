@@ -434,12 +434,15 @@ def test_fast_tier_values_and_units() -> None:
     assert s.temperature_gpu_c == 61.0
     assert s.temperature_memory_c == 70.0
     assert s.temperature_hotspot_c is None
+    assert (s.clock_sm_mhz, s.clock_memory_mhz) == (1755, 2619)
+    assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
+    # What changes slowly is read on the slow tier (the sampler carries it between).
+    (s,) = backend.read_gpus(124.0, slow=True)
     assert s.fan_pct == 40.0
-    assert (s.clock_sm_mhz, s.clock_memory_mhz, s.clock_graphics_mhz) == (1755, 2619, 1755)
+    assert s.clock_graphics_mhz == 1755
     assert s.pstate == 2
     assert (s.pcie_gen, s.pcie_width) == (4, 16)
     assert (s.encoder_pct, s.decoder_pct) == (12.0, 7.0)
-    assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
 
 
 def test_fast_read_leaves_slow_fields_none_and_makes_no_slow_calls() -> None:
@@ -482,7 +485,7 @@ def test_fanless_board_makes_no_fan_calls() -> None:
 
 def test_fan_falls_back_to_single_fan_call_when_count_unknown() -> None:
     backend, fake = open_backend([FakeGpu(fan_speeds=[44], unsupported={"nvmlDeviceGetNumFans"})])
-    assert backend.read_gpus(1.0, slow=False)[0].fan_pct == 44.0
+    assert backend.read_gpus(1.0, slow=True)[0].fan_pct == 44.0  # fans: slow tier
     assert fake.calls["nvmlDeviceGetFanSpeed"] == 1
 
 
@@ -508,9 +511,13 @@ def test_not_supported_is_none_and_never_asked_again() -> None:
         assert s.power_w is None
         assert s.ecc_volatile_corrected is None
         assert s.power_limit_w == 700.0
+    # The batched fields said "not supported" once; the fallback calls, once each, too.
     assert fake.calls["nvmlDeviceGetPowerUsage"] == 1
     assert fake.calls["nvmlDeviceGetTotalEccErrors"] == 4  # four counters, each asked once
-    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 5
+    # The limit answers through the batched field values: no call of its own.
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 0
+    requests = [[fid for fid, _ in args[1]] for args in fake.args_of("nvmlDeviceGetFieldValues")]
+    assert all(190 in r and 185 not in r and 3 not in r for r in requests[1:])
 
 
 def test_unsupported_is_remembered_per_gpu() -> None:
@@ -520,8 +527,9 @@ def test_unsupported_is_remembered_per_gpu() -> None:
         first, second = backend.read_gpus(float(t), slow=False)
         assert first.power_w is None
         assert second.power_w == 350.0
-    assert fake.gpu_calls[(0, "nvmlDeviceGetPowerUsage")] == 1
-    assert fake.gpu_calls[(1, "nvmlDeviceGetPowerUsage")] == 3
+    assert fake.gpu_calls[(0, "nvmlDeviceGetPowerUsage")] == 1  # the fallback, once
+    assert fake.gpu_calls[(1, "nvmlDeviceGetPowerUsage")] == 0  # answered by the field
+    assert fake.gpu_calls[(1, "nvmlDeviceGetFieldValues")] == 3
 
 
 def test_no_permission_for_one_call_is_remembered() -> None:
@@ -539,7 +547,9 @@ def test_transient_errors_are_not_remembered() -> None:
     assert backend.read_gpus(2.0, slow=False)[0].power_w is None
     del gpu.errors["nvmlDeviceGetPowerUsage"]
     assert backend.read_gpus(3.0, slow=False)[0].power_w == 350.0
-    assert fake.calls["nvmlDeviceGetPowerUsage"] == 3
+    # The field failed with a transient error twice: asked every time, never given up on.
+    requests = [[fid for fid, _ in args[1]] for args in fake.args_of("nvmlDeviceGetFieldValues")]
+    assert all(185 in r for r in requests)
 
 
 def test_unsupported_field_values_are_not_requested_again() -> None:
@@ -562,7 +572,10 @@ def test_handles_are_fetched_once() -> None:
 
 
 def test_unexpected_exception_stays_on_its_gpu() -> None:
-    gpus = [FakeGpu(errors={"nvmlDeviceGetPowerUsage": RuntimeError("binding bug")}), FakeGpu()]
+    gpus = [
+        FakeGpu(errors={"nvmlDeviceGetUtilizationRates": RuntimeError("binding bug")}),
+        FakeGpu(),
+    ]
     backend, _ = open_backend(gpus)
     first, second = backend.read_gpus(1.0, slow=False)
     assert first.error == "binding bug"
@@ -1635,7 +1648,8 @@ def test_unsupported_link_calls_are_asked_once() -> None:
         assert all(s.replay_errors is None and s.crc_errors is None for s in sample.links)
         assert sample.links[1].tx_bytes_per_s is None
     assert fake.calls["nvmlDeviceGetNvLinkErrorCounter"] == 2 * 4  # 2 links x 4 counters, once
-    assert fake.calls["nvmlDeviceGetNvLinkState"] == 3 + 2 * 4  # open (2 + the stop), 2 a read
+    # Link state: calls at open (2 + the stop), then the batched per-link state field.
+    assert fake.calls["nvmlDeviceGetNvLinkState"] == 3
     requests = [args[1] for args in fake.args_of("nvmlDeviceGetFieldValues")]
     assert (138, 1) in requests[1]
     assert all((138, 1) not in r and (139, 1) in r and (138, 0) in r for r in requests[2:])
@@ -1644,7 +1658,7 @@ def test_unsupported_link_calls_are_asked_once() -> None:
 
 def test_link_going_down_reads_up_false_and_no_rates() -> None:
     gpu = FakeGpu(nvlinks=nvswitch_links(2))
-    backend, fake = open_backend([gpu])
+    backend, _ = open_backend([gpu])
     backend.read_gpus(1.0, slow=True)
     gpu.nvlinks[1].state = 0
     gpu.nvlinks[0].tx_kib += 1000
@@ -1655,7 +1669,6 @@ def test_link_going_down_reads_up_false_and_no_rates() -> None:
     assert (up.up, up.tx_bytes_per_s) == (True, 1000 * 1024)
     assert (down.up, down.tx_bytes_per_s, down.rx_bytes_per_s) == (False, None, None)
     assert down.replay_errors == 0  # counters still read
-    assert (138, 1) not in fake.args_of("nvmlDeviceGetFieldValues")[-1][1]
     assert sample.error is None
     gpu.nvlinks[1].state = 1  # back up: rates resume from the old baseline
     (again,) = backend.read_gpus(4.0, slow=True)
@@ -1745,3 +1758,42 @@ def test_gpu_lost_while_pairing_skips_the_path_without_blaming_either() -> None:
     # GPU 1 answers "lost" whenever it is either end of the pair query.
     assert [(p.a, p.b) for p in topology.paths] == [(0, 2)]
     assert [s.lost for s in backend.read_gpus(1.0, slow=False)] == [False, False, False]
+
+
+# -- the call budget ------------------------------------------------------------------------------
+
+
+def test_per_link_error_counters_are_read_again_only_when_the_totals_move() -> None:
+    gpu = FakeGpu(nvlinks=nvswitch_links(18))
+    backend, fake = open_backend([gpu])
+    backend.read_gpus(1.0, slow=True)
+    first = fake.calls["nvmlDeviceGetNvLinkErrorCounter"]
+    assert first == 18 * 4  # once, to know each link's counts
+    for t in range(2, 6):
+        (sample,) = backend.read_gpus(float(t), slow=True)
+    assert fake.calls["nvmlDeviceGetNvLinkErrorCounter"] == first  # totals unchanged: none
+    gpu.nvlinks[5].replay_errors = 3
+    (sample,) = backend.read_gpus(6.0, slow=True)
+    assert fake.calls["nvmlDeviceGetNvLinkErrorCounter"] == 2 * first
+    assert sample.links is not None and sample.links[5].replay_errors == 3
+
+
+def test_an_h100_costs_few_calls_per_second() -> None:
+    """One second in the life of the dashboard's sampler: a fast read every second and a slow
+    one every third, on an H100 with 18 NVLinks and two processes. Every call is an ioctl under
+    the driver lock that every other monitoring tool shares."""
+    gpu = FakeGpu(
+        nvlinks=nvswitch_links(18),
+        compute_processes=[FakeProcess(10), FakeProcess(11)],
+    )
+    backend, fake = open_backend([gpu])
+    backend.read_gpus(0.0, slow=True)
+    backend.read_processes(0.0)  # the first slow tier reads the per-link error counters
+    before = sum(fake.calls.values())
+    for t in range(1, 31):
+        slow = t % 3 == 0
+        backend.read_gpus(float(t), slow=slow)
+        if slow:
+            backend.read_processes(float(t))
+    per_second = (sum(fake.calls.values()) - before) / 30
+    assert per_second <= 12, dict(fake.calls)

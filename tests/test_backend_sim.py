@@ -10,7 +10,7 @@ import pytest
 
 from gputui.backends.base import BackendUnavailable
 from gputui.backends.sim import SCENARIOS, SimBackend
-from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_TROUBLE, Snapshot
+from gputui.model import SLOW_TIER_FIELDS, THROTTLE_TROUBLE, Snapshot
 
 T0 = 1_700_000_000.0
 GIB = 1 << 30
@@ -287,7 +287,7 @@ def test_training_processes_look_real() -> None:
 def test_slow_fields_only_on_slow_reads(scenario: str) -> None:
     backend = sim(scenario)
     for s in backend.read_gpus(T0 + 20.0, slow=False):
-        assert all(getattr(s, f) is None for f in SLOW_SAMPLE_FIELDS)
+        assert all(getattr(s, f) is None for f in SLOW_TIER_FIELDS)
     for s in backend.read_gpus(T0 + 20.0, slow=True):
         if not s.lost:
             assert s.pcie_rx_bytes_per_s is not None and s.pcie_tx_bytes_per_s is not None

@@ -234,7 +234,9 @@ def sanitize_lines(text: str) -> str:
 
 def cell_width(text: str) -> int:
     """How many terminal cells ``text`` takes (2 for a CJK character, 0 for a combining mark)."""
-    return int(cell_len(text)) if not text.isascii() else len(text)
+    if text.isascii() or max(text) < "\u1100":  # nothing wide below U+1100: one cell each
+        return len(text)
+    return int(cell_len(text))
 
 
 def pad(text: str, width: int) -> str:

@@ -253,7 +253,7 @@ class GpuSample:
         return self.memory_used_bytes + self.memory_free_bytes + (self.memory_reserved_bytes or 0)
 
 
-SLOW_SAMPLE_FIELDS: tuple[str, ...] = (
+SLOW_TIER_FIELDS: tuple[str, ...] = (
     "pcie_rx_bytes_per_s",
     "pcie_tx_bytes_per_s",
     "nvlink_rx_bytes_per_s",
@@ -269,7 +269,21 @@ SLOW_SAMPLE_FIELDS: tuple[str, ...] = (
     "remapped_rows_failure",
     "links",
 )
-"""GpuSample fields a backend fills only on slow-tier reads; the sampler carries them between."""
+"""GpuSample fields every backend fills only on slow-tier reads (rates, error counters, links)."""
+
+SLOWLY_CHANGING_FIELDS: tuple[str, ...] = (
+    "pstate",
+    "pcie_gen",
+    "pcie_width",
+    "encoder_pct",
+    "decoder_pct",
+    "clock_graphics_mhz",
+    "fan_pct",
+)
+"""GpuSample fields a backend may read on slow-tier reads only, to save driver calls."""
+
+SLOW_SAMPLE_FIELDS: tuple[str, ...] = SLOW_TIER_FIELDS + SLOWLY_CHANGING_FIELDS
+"""What the sampler carries from the last slow read into the fast reads that leave it None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,7 +429,9 @@ class Snapshot:
 __all__ = [
     "SCHEMA_VERSION",
     "SEVERITY_ORDER",
+    "SLOWLY_CHANGING_FIELDS",
     "SLOW_SAMPLE_FIELDS",
+    "SLOW_TIER_FIELDS",
     "THROTTLE_REASONS",
     "THROTTLE_TROUBLE",
     "Finding",

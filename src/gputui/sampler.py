@@ -304,10 +304,12 @@ class Sampler:
         )
 
     def _carry_slow_fields(self, sample: GpuSample) -> GpuSample:
+        """The last slow read's values of the slow fields this fast read left None."""
         carried = self._slow_fields.get(sample.index)
         if sample.lost or not carried:
             return sample
-        return dataclasses.replace(sample, **carried)
+        missing = {k: v for k, v in carried.items() if getattr(sample, k) is None}
+        return dataclasses.replace(sample, **missing) if missing else sample
 
     def acknowledge(self, key: str | None = None) -> int:
         """Acknowledge findings in the health evaluator (see ``HealthMonitor.acknowledge``)."""

@@ -780,7 +780,17 @@ class FakeNvml:
                 entry.fieldId = field_id
             entry.timestamp = 1_700_000_000_000_000
             value_type, value = gpu_field(gpu, entry.fieldId, entry.scopeId)
-            if gpu.all_unsupported or entry.fieldId in gpu.unsupported_fields or value is None:
+            # A field that stands for a call follows that call's knobs (unsupported, errors).
+            same_as = FIELD_CALLS.get(entry.fieldId)
+            if same_as is not None and same_as in gpu.errors:
+                spec = gpu.errors[same_as]
+                error = spec if isinstance(spec, type) else type(spec)
+                entry.nvmlReturn = getattr(error, "value", _real.NVML_ERROR_UNKNOWN)
+                continue
+            unsupported = gpu.all_unsupported or entry.fieldId in gpu.unsupported_fields
+            if same_as is not None and same_as in gpu.unsupported:
+                unsupported = True
+            if unsupported or value is None:
                 entry.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
                 continue
             if entry.fieldId in gpu.field_returns:
@@ -1024,9 +1034,57 @@ _VALUE_MEMBER = {
 }
 
 
+FIELD_CALLS: dict[int, str] = {
+    _real.NVML_FI_DEV_POWER_AVERAGE: "nvmlDeviceGetPowerUsage",
+    _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: "nvmlDeviceGetEnforcedPowerLimit",
+    _real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: "nvmlDeviceGetTotalEnergyConsumption",
+    _real.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    _real.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    _real.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    _real.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    _real.NVML_FI_DEV_RETIRED_PENDING: "nvmlDeviceGetRetiredPagesPendingStatus",
+    _real.NVML_FI_DEV_REMAPPED_COR: "nvmlDeviceGetRemappedRows",
+    _real.NVML_FI_DEV_REMAPPED_UNC: "nvmlDeviceGetRemappedRows",
+    _real.NVML_FI_DEV_REMAPPED_PENDING: "nvmlDeviceGetRemappedRows",
+    _real.NVML_FI_DEV_REMAPPED_FAILURE: "nvmlDeviceGetRemappedRows",
+    _real.NVML_FI_DEV_NVLINK_GET_STATE: "nvmlDeviceGetNvLinkState",
+    _real.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: "nvmlDeviceGetNvLinkErrorCounter",
+    _real.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: "nvmlDeviceGetNvLinkErrorCounter",
+    _real.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: "nvmlDeviceGetNvLinkErrorCounter",
+    _real.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: "nvmlDeviceGetNvLinkErrorCounter",
+}
+"""Fields that carry what a call also answers: a test's ``unsupported`` / ``errors`` knob on the
+call applies to the field too, as both come from the same hardware counter."""
+
+
+def _ecc_field(gpu: FakeGpu, uncorrected: bool, aggregate: bool) -> int | None:
+    if not gpu.ecc_mode:
+        return None
+    kind = (
+        _real.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+        if uncorrected
+        else (_real.NVML_MEMORY_ERROR_TYPE_CORRECTED)
+    )
+    counter = _real.NVML_AGGREGATE_ECC if aggregate else _real.NVML_VOLATILE_ECC
+    return gpu.ecc_errors.get((kind, counter), 0)
+
+
+def _link_total(gpu: FakeGpu, attribute: str) -> int | None:
+    if not gpu.nvlinks:
+        return None
+    values = [getattr(link, attribute) for link in gpu.nvlinks]
+    return None if any(v is None for v in values) else sum(values)
+
+
 def gpu_field(gpu: FakeGpu, field_id: int, scope: int = 0) -> tuple[int, Any]:
     """(valueType, value) of a field on ``gpu``; value None means NOT_SUPPORTED."""
     ull = _real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    uint = _real.NVML_VALUE_TYPE_UNSIGNED_INT
+    if field_id == _real.NVML_FI_DEV_NVLINK_GET_STATE:
+        # scopeId = link id; a link past the list (or no NVLink): not supported.
+        nvlink = gpu.nvlinks[scope] if gpu.nvlinks and scope < len(gpu.nvlinks) else None
+        return uint, nvlink.state if nvlink is not None else None
+    remap = gpu.remapped_rows if not gpu.mig_mode else None  # NVML: not with MIG instances on
     per_link = {
         _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: "tx_kib",
         _real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: "rx_kib",
@@ -1046,6 +1104,31 @@ def gpu_field(gpu: FakeGpu, field_id: int, scope: int = 0) -> tuple[int, Any]:
         _real.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: (
             _real.NVML_VALUE_TYPE_UNSIGNED_INT,
             gpu.nvlink_speed_mbps,
+        ),
+        # Power in mW (scopeId 0: the GPU), as the calls answer it.
+        _real.NVML_FI_DEV_POWER_AVERAGE: (uint, gpu.power_mw),
+        _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: (uint, gpu.enforced_power_limit_mw),
+        _real.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: (ull, _ecc_field(gpu, False, False)),
+        _real.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: (ull, _ecc_field(gpu, True, False)),
+        _real.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: (ull, _ecc_field(gpu, False, True)),
+        _real.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: (ull, _ecc_field(gpu, True, True)),
+        _real.NVML_FI_DEV_RETIRED_PENDING: (uint, gpu.retired_pages_pending),
+        _real.NVML_FI_DEV_REMAPPED_COR: (uint, remap[0] if remap else None),
+        _real.NVML_FI_DEV_REMAPPED_UNC: (uint, remap[1] if remap else None),
+        _real.NVML_FI_DEV_REMAPPED_PENDING: (uint, remap[2] if remap else None),
+        _real.NVML_FI_DEV_REMAPPED_FAILURE: (uint, remap[3] if remap else None),
+        _real.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: (
+            ull,
+            _link_total(gpu, "crc_flit_errors"),
+        ),
+        _real.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: (
+            ull,
+            _link_total(gpu, "crc_data_errors"),
+        ),
+        _real.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: (ull, _link_total(gpu, "replay_errors")),
+        _real.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: (
+            ull,
+            _link_total(gpu, "recovery_errors"),
         ),
     }
     return table.get(field_id, (ull, None))

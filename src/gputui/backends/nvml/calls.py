@@ -65,6 +65,9 @@ class NvmlGpu:
     rates: CounterRates[str] = field(default_factory=CounterRates)
     util_seen_us: dict[str, int] = field(default_factory=dict)
     nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
+    # Per-link NVLink error counters as last read, and the totals over the links they match.
+    link_errors: dict[int, dict[int, int | None]] = field(default_factory=dict)
+    link_error_totals: tuple[int | float | None, ...] | None = None
     # The current reading (see begin_reading): calls answered, and the last "library or driver
     # not answering" error with whether it alone is proof (False: only if nothing answered).
     answered: int = 0

@@ -9,19 +9,31 @@ from typing import Any
 from gputui.backends.nvml.calls import MigSlice, NvmlCalls, NvmlGpu
 from gputui.backends.nvml.fields import (
     ALL_LINKS,
+    ECC_FIELDS,
     FAST_FIELDS,
+    FI_ECC_DBE_AGG,
+    FI_ECC_DBE_VOL,
+    FI_ECC_SBE_AGG,
+    FI_ECC_SBE_VOL,
     FI_MEMORY_TEMP,
     FI_NVLINK_DATA_RX,
     FI_NVLINK_DATA_TX,
     FI_PCIE_RX_BYTES,
     FI_PCIE_TX_BYTES,
+    FI_POWER_AVERAGE,
+    FI_POWER_CURRENT_LIMIT,
+    FI_RETIRED_PENDING,
     FI_TOTAL_ENERGY,
+    LINK_ERROR_TOTALS,
+    REMAP_FIELDS,
     SLOW_FIELDS,
     FieldKey,
     field_key,
+    link_fields,
     read_fields,
+    supported,
 )
-from gputui.backends.nvml.links import link_samples, link_states, per_link_fields
+from gputui.backends.nvml.links import link_samples
 from gputui.backends.nvml.memory import read_memory
 from gputui.backends.nvml.values import KIB, clock_types, to_bool, to_float, to_int, watts
 from gputui.model import GpuSample, MigSample
@@ -54,29 +66,39 @@ def decode_throttle_reasons(mask: int) -> frozenset[str]:
 
 
 def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSample:
-    """One reading of ``gpu``: the fast tier, plus the slow tier when ``slow``."""
+    """One reading of ``gpu``: the fast tier, plus the slow tier when ``slow``.
+
+    Calls are kept few (each is an ioctl under the driver lock other tools share): one batched
+    ``nvmlDeviceGetFieldValues`` carries power, the power limit, energy and memory temperature
+    (and, on the slow tier, ECC, retired pages, remapped rows, PCIe and NVLink counters and the
+    per-link state); the fast tier adds utilization, memory, temperature, two clocks and the
+    clock-event reasons. What changes slowly (P-state, encoder and decoder, the PCIe link, the
+    graphics clock, fans) is read on the slow tier only; the sampler carries it between."""
     nvml, h = calls.nvml, gpu.handle
 
     def q(key: str, fn: str, *args: Any) -> Any:
         return calls.query(gpu, key, fn, *args)
 
-    states = link_states(calls, gpu) if slow else {}
-    wanted = FAST_FIELDS + (SLOW_FIELDS + per_link_fields(states) if slow else ())
+    wanted = FAST_FIELDS
+    if slow:
+        wanted += SLOW_FIELDS
+        if gpu.nvlinks:
+            wanted += link_fields(gpu.nvlinks) + LINK_ERROR_TOTALS
     fields = read_fields(calls, gpu, wanted)
     util = q("utilization", "nvmlDeviceGetUtilizationRates", h)
     memory = read_memory(calls, gpu, h, "")
-    energy_mj = fields.get((FI_TOTAL_ENERGY, 0))
-    if energy_mj is None:
-        energy_mj = to_float(q("energy", "nvmlDeviceGetTotalEnergyConsumption", h))
+    energy_mj = _field_or_call(
+        calls, gpu, fields, FI_TOTAL_ENERGY, "energy", "nvmlDeviceGetTotalEnergyConsumption"
+    )
+    power_mw = _field_or_call(
+        calls, gpu, fields, FI_POWER_AVERAGE, "power", "nvmlDeviceGetPowerUsage"
+    )
+    limit_mw = _field_or_call(
+        calls, gpu, fields, FI_POWER_CURRENT_LIMIT, "power_limit", "nvmlDeviceGetEnforcedPowerLimit"
+    )
     memory_temp = fields.get((FI_MEMORY_TEMP, 0))
     temperature_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
-    clocks = {
-        kind: to_int(q(f"clock_{kind}", "nvmlDeviceGetClockInfo", h, clock))
-        for kind, clock in clock_types(nvml).items()
-    }
-    pstate = to_int(q("pstate", "nvmlDeviceGetPerformanceState", h))
-    encoder = q("encoder", "nvmlDeviceGetEncoderUtilization", h)
-    decoder = q("decoder", "nvmlDeviceGetDecoderUtilization", h)
+    kinds = clock_types(nvml)
     reasons = to_int(calls.first(gpu, "throttle", _THROTTLE_CALLS, h))
     temperature = calls.first(gpu, "temperature", _TEMPERATURE_CALLS, h, temperature_sensor)
     values: dict[str, Any] = {
@@ -85,51 +107,100 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
         "memory_used_bytes": memory.used if memory else None,
         "memory_free_bytes": memory.free if memory else None,
         "memory_reserved_bytes": memory.reserved if memory else None,
-        "power_w": watts(q("power", "nvmlDeviceGetPowerUsage", h)),
-        "power_limit_w": watts(q("power_limit", "nvmlDeviceGetEnforcedPowerLimit", h)),
-        "energy_j": energy_mj / 1000 if energy_mj is not None else None,
+        "power_w": watts(power_mw),
+        "power_limit_w": watts(limit_mw),
+        "energy_j": float(energy_mj) / 1000 if energy_mj is not None else None,
         "temperature_gpu_c": to_float(temperature),
         # nvidia-ml-py has no hotspot (junction) sensor or field: hotspot stays None.
         # A board without a memory sensor reads 0 rather than failing.
         "temperature_memory_c": float(memory_temp) if memory_temp else None,
-        "fan_pct": _fan(calls, gpu),
-        "clock_sm_mhz": clocks["sm"],
-        "clock_memory_mhz": clocks["memory"],
-        "clock_graphics_mhz": clocks["graphics"],
-        "pstate": pstate if pstate is not None and 0 <= pstate <= 15 else None,  # 32: unknown
-        "pcie_gen": to_int(q("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h)),
-        "pcie_width": to_int(q("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h)),
-        "encoder_pct": to_float(encoder[0]) if encoder else None,
-        "decoder_pct": to_float(decoder[0]) if decoder else None,
+        "clock_sm_mhz": to_int(q("clock_sm", "nvmlDeviceGetClockInfo", h, kinds["sm"])),
+        "clock_memory_mhz": to_int(q("clock_memory", "nvmlDeviceGetClockInfo", h, kinds["memory"])),
         "throttle_reasons": decode_throttle_reasons(reasons) if reasons is not None else None,
         "mig_devices": tuple(_mig_sample(calls, gpu, mig) for mig in gpu.migs),
     }
     if slow:
+        pstate = to_int(q("pstate", "nvmlDeviceGetPerformanceState", h))
+        encoder = q("encoder", "nvmlDeviceGetEncoderUtilization", h)
+        decoder = q("decoder", "nvmlDeviceGetDecoderUtilization", h)
+        values.update(
+            clock_graphics_mhz=to_int(
+                q("clock_graphics", "nvmlDeviceGetClockInfo", h, kinds["graphics"])
+            ),
+            pstate=pstate if pstate is not None and 0 <= pstate <= 15 else None,  # 32: unknown
+            pcie_gen=to_int(q("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h)),
+            pcie_width=to_int(q("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h)),
+            encoder_pct=to_float(encoder[0]) if encoder else None,
+            decoder_pct=to_float(decoder[0]) if decoder else None,
+            fan_pct=_fan(calls, gpu),
+        )
         values.update(_slow_values(calls, gpu, now, fields))
-        values["links"] = link_samples(calls, gpu, now, states, fields)
+        values["links"] = link_samples(calls, gpu, now, fields)
     return GpuSample(index=gpu.index, timestamp=now, **values)
+
+
+def _field_or_call(
+    calls: NvmlCalls,
+    gpu: NvmlGpu,
+    fields: dict[FieldKey, int | float],
+    field_id: int,
+    key: str,
+    fn: str,
+) -> int | float | None:
+    """A field's value, or the equivalent call's where the driver has not got the field."""
+    value = fields.get((field_id, 0))
+    if value is None and calls.is_unsupported(gpu, field_key(field_id, 0)):
+        answer = calls.query(gpu, key, fn, gpu.handle)
+        return to_float(answer) if answer is not None else None
+    return value
 
 
 def _slow_values(
     calls: NvmlCalls, gpu: NvmlGpu, now: float, fields: dict[FieldKey, int | float]
 ) -> dict[str, Any]:
     nvml, h = calls.nvml, gpu.handle
-    corrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
-    uncorrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
-    volatile = getattr(nvml, "NVML_VOLATILE_ECC", 0)
-    aggregate = getattr(nvml, "NVML_AGGREGATE_ECC", 1)
-    values: dict[str, Any] = {
-        name: to_int(calls.query(gpu, name, "nvmlDeviceGetTotalEccErrors", h, kind, counter))
-        for name, kind, counter in (
-            ("ecc_volatile_corrected", corrected, volatile),
-            ("ecc_volatile_uncorrected", uncorrected, volatile),
-            ("ecc_aggregate_corrected", corrected, aggregate),
-            ("ecc_aggregate_uncorrected", uncorrected, aggregate),
+    values: dict[str, Any] = {}
+    if supported(calls, gpu, ECC_FIELDS):
+        for name, field_id in (
+            ("ecc_volatile_corrected", FI_ECC_SBE_VOL),
+            ("ecc_volatile_uncorrected", FI_ECC_DBE_VOL),
+            ("ecc_aggregate_corrected", FI_ECC_SBE_AGG),
+            ("ecc_aggregate_uncorrected", FI_ECC_DBE_AGG),
+        ):
+            value = fields.get((field_id, 0))
+            values[name] = int(value) if value is not None else None
+    else:
+        corrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        uncorrected = getattr(nvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+        volatile = getattr(nvml, "NVML_VOLATILE_ECC", 0)
+        aggregate = getattr(nvml, "NVML_AGGREGATE_ECC", 1)
+        values.update(
+            {
+                name: to_int(
+                    calls.query(gpu, name, "nvmlDeviceGetTotalEccErrors", h, kind, counter)
+                )
+                for name, kind, counter in (
+                    ("ecc_volatile_corrected", corrected, volatile),
+                    ("ecc_volatile_uncorrected", uncorrected, volatile),
+                    ("ecc_aggregate_corrected", corrected, aggregate),
+                    ("ecc_aggregate_uncorrected", uncorrected, aggregate),
+                )
+            }
         )
-    }
-    pending = calls.query(gpu, "retired_pending", "nvmlDeviceGetRetiredPagesPendingStatus", h)
+    pending = _field_or_call(
+        calls,
+        gpu,
+        fields,
+        FI_RETIRED_PENDING,
+        "retired_pending",
+        "nvmlDeviceGetRetiredPagesPendingStatus",
+    )
     values["retired_pages_pending"] = to_bool(pending)
-    rows = calls.query(gpu, "remapped_rows", "nvmlDeviceGetRemappedRows", h)
+    if supported(calls, gpu, REMAP_FIELDS):
+        row_values = [fields.get(key) for key in REMAP_FIELDS]
+        rows: Any = None if any(v is None for v in row_values) else row_values
+    else:
+        rows = calls.query(gpu, "remapped_rows", "nvmlDeviceGetRemappedRows", h)
     if rows is not None:
         corr, unc, rows_pending, failure = rows
         values.update(

@@ -12,11 +12,27 @@ from collections.abc import Sequence
 from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu
 
 # Field ids (ABI-stable numbers from nvml.h; named here so importing this module needs no pynvml).
+FI_ECC_SBE_VOL = 3
+FI_ECC_DBE_VOL = 4
+FI_ECC_SBE_AGG = 5
+FI_ECC_DBE_AGG = 6
+FI_RETIRED_PENDING = 31
+FI_NVLINK_CRC_FLIT_TOTAL = 38  # error counts summed over the links
+FI_NVLINK_CRC_DATA_TOTAL = 45
+FI_NVLINK_REPLAY_TOTAL = 52
+FI_NVLINK_RECOVERY_TOTAL = 59
 FI_MEMORY_TEMP = 82
 FI_TOTAL_ENERGY = 83  # mJ
 FI_NVLINK_SPEED_COMMON = 90  # common speed of the active links, in MB/s (26562 on H100)
 FI_NVLINK_DATA_TX = 138  # cumulative KiB
 FI_NVLINK_DATA_RX = 139
+FI_REMAPPED_COR = 142
+FI_REMAPPED_UNC = 143
+FI_REMAPPED_PENDING = 144
+FI_REMAPPED_FAILURE = 145
+FI_NVLINK_STATE = 165  # scopeId = link id
+FI_POWER_AVERAGE = 185  # mW, scopeId 0 = the GPU (what nvmlDeviceGetPowerUsage answers)
+FI_POWER_CURRENT_LIMIT = 190  # mW (the enforced limit)
 FI_PCIE_TX_BYTES = 197  # cumulative bytes
 FI_PCIE_RX_BYTES = 198
 
@@ -25,14 +41,42 @@ ALL_LINKS = 0xFFFFFFFF  # field-value scopeId meaning "sum over every NVLink"
 FieldKey = tuple[int, int]
 """(field id, scopeId)."""
 
-FAST_FIELDS: tuple[FieldKey, ...] = ((FI_TOTAL_ENERGY, 0), (FI_MEMORY_TEMP, 0))
+FAST_FIELDS: tuple[FieldKey, ...] = (
+    (FI_POWER_AVERAGE, 0),
+    (FI_POWER_CURRENT_LIMIT, 0),
+    (FI_TOTAL_ENERGY, 0),
+    (FI_MEMORY_TEMP, 0),
+)
+"""Read with every reading, in the same call as the slow ones when both are due."""
+ECC_FIELDS: tuple[FieldKey, ...] = (
+    (FI_ECC_SBE_VOL, 0),
+    (FI_ECC_DBE_VOL, 0),
+    (FI_ECC_SBE_AGG, 0),
+    (FI_ECC_DBE_AGG, 0),
+)
+REMAP_FIELDS: tuple[FieldKey, ...] = (
+    (FI_REMAPPED_COR, 0),
+    (FI_REMAPPED_UNC, 0),
+    (FI_REMAPPED_PENDING, 0),
+    (FI_REMAPPED_FAILURE, 0),
+)
+LINK_ERROR_TOTALS: tuple[FieldKey, ...] = (
+    (FI_NVLINK_REPLAY_TOTAL, 0),
+    (FI_NVLINK_RECOVERY_TOTAL, 0),
+    (FI_NVLINK_CRC_FLIT_TOTAL, 0),
+    (FI_NVLINK_CRC_DATA_TOTAL, 0),
+)
 SLOW_FIELDS: tuple[FieldKey, ...] = (
     (FI_PCIE_TX_BYTES, 0),
     (FI_PCIE_RX_BYTES, 0),
     (FI_NVLINK_DATA_TX, ALL_LINKS),
     (FI_NVLINK_DATA_RX, ALL_LINKS),
+    *ECC_FIELDS,
+    (FI_RETIRED_PENDING, 0),
+    *REMAP_FIELDS,
 )
-_PER_LINK_FIELDS = frozenset({FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX})  # scopeId: link id or ALL
+"""The slow tier's device-wide fields; per-link fields come from :func:`link_fields`."""
+_PER_LINK_FIELDS = frozenset({FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX, FI_NVLINK_STATE})
 
 # nvmlFieldValue_t.valueType -> the member of its value union; only dVal is a double.
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
@@ -40,6 +84,20 @@ _RET_SUCCESS = 0
 _RET_GPU_IS_LOST = 15
 # INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND: this field never answers.
 _RET_UNSUPPORTED = frozenset({2, 3, 4, 13})
+
+
+def link_fields(links: Sequence[int]) -> tuple[FieldKey, ...]:
+    """Per-link state and traffic counters of ``links`` (scopeId = link id)."""
+    return tuple(
+        (field_id, link)
+        for link in links
+        for field_id in (FI_NVLINK_STATE, FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX)
+    )
+
+
+def supported(calls: NvmlCalls, gpu: NvmlGpu, keys: Sequence[FieldKey]) -> bool:
+    """Whether every field of ``keys`` may still answer (none is known to be unsupported)."""
+    return not any(calls.is_unsupported(gpu, field_key(*key)) for key in keys)
 
 
 def field_key(field_id: int, scope: int) -> str:

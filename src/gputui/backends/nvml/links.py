@@ -16,8 +16,12 @@ from gputui.backends.nvml.fields import (
     FI_NVLINK_DATA_RX,
     FI_NVLINK_DATA_TX,
     FI_NVLINK_SPEED_COMMON,
+    FI_NVLINK_STATE,
+    LINK_ERROR_TOTALS,
     FieldKey,
+    field_key,
     read_fields,
+    supported,
 )
 from gputui.backends.nvml.values import KIB, optional_text, to_int
 from gputui.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
@@ -217,10 +221,17 @@ def format_cpu_list(mask: Sequence[int] | Any, bits: int = AFFINITY_WORD_BITS) -
 # -- per-link readings (slow tier) ----------------------------------------------------------------
 
 
-def link_states(calls: NvmlCalls, gpu: NvmlGpu) -> dict[int, bool | None]:
-    """Link id -> up (None when the state could not be read this time)."""
+def link_states(
+    calls: NvmlCalls, gpu: NvmlGpu, fields: dict[FieldKey, int | float]
+) -> dict[int, bool | None]:
+    """Link id -> up (None when the state could not be read this time): from the batched
+    per-link state field, or one call per link where the driver lacks it."""
     states: dict[int, bool | None] = {}
     for link in gpu.nvlinks:
+        if not calls.is_unsupported(gpu, field_key(FI_NVLINK_STATE, link)):
+            value = fields.get((FI_NVLINK_STATE, link))
+            states[link] = None if value is None else bool(value)
+            continue
         state = calls.query(
             gpu, f"nvlink{link}:state", "nvmlDeviceGetNvLinkState", gpu.handle, link
         )
@@ -228,34 +239,18 @@ def link_states(calls: NvmlCalls, gpu: NvmlGpu) -> dict[int, bool | None]:
     return states
 
 
-def per_link_fields(states: dict[int, bool | None]) -> tuple[FieldKey, ...]:
-    """The per-link traffic counters to read: only links that are up."""
-    return tuple(
-        (field_id, link)
-        for link, up in states.items()
-        if up
-        for field_id in (FI_NVLINK_DATA_TX, FI_NVLINK_DATA_RX)
-    )
-
-
-def link_samples(
-    calls: NvmlCalls,
-    gpu: NvmlGpu,
-    now: float,
-    states: dict[int, bool | None],
-    fields: dict[FieldKey, int | float],
-) -> tuple[LinkSample, ...]:
-    """Per-link state, TX/RX bytes/s from the cumulative per-link KiB counters and the error
-    counters; () for a GPU without NVLink."""
-    samples = []
-    for link, up in states.items():
-        rates: dict[str, float | None] = {}
-        for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
-            # A link that is down is not asked: None, and the baseline waits for it.
-            kib = fields.get((field_id, link)) if up else None
-            rate = gpu.rates.rate(f"nvlink{link}_{direction}", kib, now)
-            rates[direction] = rate * KIB if rate is not None else None
-        errors = {
+def _error_counters(
+    calls: NvmlCalls, gpu: NvmlGpu, fields: dict[FieldKey, int | float]
+) -> dict[int, dict[int, int | None]]:
+    """Link id -> error counter -> count. The per-link counters (four calls per link: 72 on an
+    H100) are read again only when the totals over all links moved since the last read, or
+    every time where the driver has no totals."""
+    totals = tuple(fields.get(key) for key in LINK_ERROR_TOTALS)
+    have_totals = supported(calls, gpu, LINK_ERROR_TOTALS) and None not in totals
+    if have_totals and gpu.link_error_totals == totals and gpu.link_errors:
+        return gpu.link_errors
+    errors = {
+        link: {
             counter: to_int(
                 calls.query(
                     gpu,
@@ -268,15 +263,42 @@ def link_samples(
             )
             for counter in _ERROR_COUNTERS
         }
-        crc_flit, crc_data = errors[NVLINK_ERROR_DL_CRC_FLIT], errors[NVLINK_ERROR_DL_CRC_DATA]
+        for link in gpu.nvlinks
+    }
+    gpu.link_errors = errors
+    gpu.link_error_totals = totals if have_totals else None
+    return errors
+
+
+def link_samples(
+    calls: NvmlCalls,
+    gpu: NvmlGpu,
+    now: float,
+    fields: dict[FieldKey, int | float],
+) -> tuple[LinkSample, ...]:
+    """Per-link state, TX/RX bytes/s from the cumulative per-link KiB counters and the error
+    counters; () for a GPU without NVLink."""
+    states = link_states(calls, gpu, fields)
+    errors_by_link = _error_counters(calls, gpu, fields) if states else {}
+    samples = []
+    for link, up in states.items():
+        rates: dict[str, float | None] = {}
+        for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
+            # A link that is down counts nothing: None, and the baseline waits for it.
+            kib = fields.get((field_id, link)) if up else None
+            rate = gpu.rates.rate(f"nvlink{link}_{direction}", kib, now)
+            rates[direction] = rate * KIB if rate is not None else None
+        errors = errors_by_link.get(link, {})
+        crc_flit = errors.get(NVLINK_ERROR_DL_CRC_FLIT)
+        crc_data = errors.get(NVLINK_ERROR_DL_CRC_DATA)
         samples.append(
             LinkSample(
                 link=link,
                 up=up,
                 rx_bytes_per_s=rates["rx"],
                 tx_bytes_per_s=rates["tx"],
-                replay_errors=errors[NVLINK_ERROR_DL_REPLAY],
-                recovery_errors=errors[NVLINK_ERROR_DL_RECOVERY],
+                replay_errors=errors.get(NVLINK_ERROR_DL_REPLAY),
+                recovery_errors=errors.get(NVLINK_ERROR_DL_RECOVERY),
                 crc_errors=None if crc_flit is None else crc_flit + (crc_data or 0),
             )
         )

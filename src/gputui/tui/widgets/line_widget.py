@@ -243,7 +243,7 @@ class LineWidget(Widget):
             old_code = old_codes[y] if y < len(old_codes) else ""
             if old_text == new_text and old_code == new_code:
                 continue
-            if not (old_text.isascii() and new_text.isascii()):
+            if cell_width(old_text) != len(old_text) or cell_width(new_text) != len(new_text):
                 # A wide character makes text positions differ from cells: repaint the line.
                 regions.append(Region(0, y, width, 1))
                 continue
