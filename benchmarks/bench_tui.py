@@ -340,6 +340,8 @@ def run_once(command: list[str], args: argparse.Namespace) -> RunResult:
                     win_start_t = time.perf_counter()
                     win_end_t = win_start_t + args.seconds
                     in_window = True
+                    if getattr(args, "window_hook", None) is not None:
+                        args.window_hook("start")
                 elif in_window and now >= win_end_t:
                     drain(now)
                     end_cpu = _tree_cpu_s(child.proc)
@@ -350,6 +352,8 @@ def run_once(command: list[str], args: argparse.Namespace) -> RunResult:
                     res.cpu_pct = 100.0 * (end_cpu - win_start_cpu) / span
                     res.harness_cpu_pct = 100.0 * (end_self - win_start_self) / span
                     res.bytes_per_s = (total - win_start_bytes) / span
+                    if getattr(args, "window_hook", None) is not None:
+                        args.window_hook("end")
                     quit_sent_t = end_t
                     _send(master, b"q")
 

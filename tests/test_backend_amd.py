@@ -39,7 +39,7 @@ from gputui.backends.amd import (
 )
 from gputui.backends.amd.links import xgmi_link_gbps
 from gputui.backends.base import BackendUnavailable
-from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS, LinkSample
+from gputui.model import SLOW_SAMPLE_FIELDS, SLOW_TIER_FIELDS, THROTTLE_REASONS, LinkSample
 
 T0 = 1_700_000_000.0
 
@@ -635,7 +635,7 @@ def test_slow_fields_only_on_slow_reads():
     fake, backend, _node = opened(gpu)
     at_open = fake.calls.copy()  # open() reads link metrics once, for the topology
     (fast,) = backend.read_gpus(T0, slow=False)
-    for name in SLOW_SAMPLE_FIELDS:
+    for name in SLOW_TIER_FIELDS:
         assert getattr(fast, name) is None, name
     for fn in (
         "amdsmi_get_gpu_total_ecc_count",

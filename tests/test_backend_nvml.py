@@ -1797,3 +1797,22 @@ def test_an_h100_costs_few_calls_per_second() -> None:
             backend.read_processes(float(t))
     per_second = (sum(fake.calls.values()) - before) / 30
     assert per_second <= 12, dict(fake.calls)
+
+
+def test_topology_can_wait_for_the_first_reading() -> None:
+    """The dashboard opens NVML without the slow wiring discovery; the sampler finds it before
+    the first reading, and the snapshot's node carries it."""
+    from gputui.sampler import Sampler
+
+    fake = make_fake_nvml([FakeGpu(nvlinks=nvswitch_links(4)), FakeGpu(nvlinks=nvswitch_links(4))])
+    backend = NvmlBackend(fake)
+    backend.defer_topology = True
+    node = backend.open()
+    assert node.topology is None and backend.topology_pending
+    assert fake.calls["nvmlDeviceGetNvLinkRemotePciInfo"] == 0
+    sampler = Sampler(backend, node=node)
+    snapshot = sampler.poll()
+    assert not backend.topology_pending
+    assert snapshot.node.topology is not None and len(snapshot.node.topology.links) == 8
+    assert snapshot.gpus[0].links is not None and len(snapshot.gpus[0].links) == 4
+    assert sampler.poll().node is snapshot.node  # found once

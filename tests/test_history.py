@@ -62,3 +62,25 @@ def test_clear_forgets_everything() -> None:
     assert len(history) == 0
     assert history.gpu_series(0, "utilization_gpu_pct") == []
     assert history.process_series(7, 0, "sm_pct") == []
+
+
+def test_ring_keeps_the_newest_values_in_order() -> None:
+    import math
+
+    from gputui.history import Ring
+
+    ring = Ring(4)
+    assert ring.tail() == [] and len(ring) == 0
+    for v in range(1, 7):
+        ring.append(float(v))
+    assert ring.tail() == [3.0, 4.0, 5.0, 6.0] and len(ring) == 4
+    assert ring.tail(2) == [5.0, 6.0] and ring.tail(0) == [] and ring.tail(99) == ring.tail()
+    padded = Ring(3, fill=2)
+    padded.append(7.0)
+    head, second, last = padded.tail()
+    assert math.isnan(head) and math.isnan(second) and last == 7.0
+    stamps = Ring(2, "d")
+    stamps.append(1_700_000_000.25)
+    assert stamps.tail() == [1_700_000_000.25]  # epoch seconds keep their fraction
+    ring.clear()
+    assert ring.tail() == []

@@ -258,9 +258,13 @@ class Sampler:
             self._listeners.remove(listener)
 
     def _read_locked(self) -> Snapshot:
-        node = self.node
-        assert node is not None
         with self._backend_lock:
+            if self.backend.topology_pending:  # left out of open() for a faster first frame
+                topology = self.backend.discover_topology()
+                if topology is not None and self.node is not None:
+                    self.node = dataclasses.replace(self.node, topology=topology)
+            node = self.node
+            assert node is not None
             self._polls_in_flight += 1
             self.max_polls_in_flight = max(self.max_polls_in_flight, self._polls_in_flight)
             try:

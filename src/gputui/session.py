@@ -99,16 +99,18 @@ def open_session(
     health: HealthEvaluator | None = None,
     judge: Judging = "rules",
     deadline: float | None = None,
+    defer_topology: bool = False,
 ) -> Session:
     """Open ``spec`` and a sampler over it.
 
     Health: ``health`` when given; else, with ``judge="rules"``, the health rules with this
     machine's defaults (a live or simulated node) or the findings recorded with each reading (a
     replay); ``judge="none"`` attaches no evaluator. ``clock`` defaults to the wall clock, or the
-    replay's clock; ``deadline`` is how long a reading may take (see :class:`Sampler`). Raises
+    replay's clock; ``deadline`` is how long a reading may take (see :class:`Sampler`);
+    ``defer_topology`` leaves the wiring to the first reading (the dashboard's quick start). Raises
     :class:`NoGpuError` or :class:`ReplayError`.
     """
-    backend, node = _open_backend(spec, seed=seed)
+    backend, node = _open_backend(spec, seed=seed, defer_topology=defer_topology)
     sampler = sampler_for(
         backend,
         node,
@@ -148,8 +150,12 @@ def sampler_for(
     )
 
 
-def _open_backend(spec: BackendSpec, *, seed: int) -> tuple[Backend, NodeInfo]:
+def _open_backend(
+    spec: BackendSpec, *, seed: int, defer_topology: bool = False
+) -> tuple[Backend, NodeInfo]:
     try:
+        if defer_topology:
+            return backends.open_backend(spec, seed=seed, defer_topology=True)
         return backends.open_backend(spec, seed=seed)
     except backends.NoBackend as exc:
         if spec.replayed:

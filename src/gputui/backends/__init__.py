@@ -44,7 +44,9 @@ def create_backend(spec: BackendSpec | str, *, seed: int = 0) -> Backend:
     raise ValueError(f"{spec} names no single backend")
 
 
-def open_backend(spec: BackendSpec | str = "auto", *, seed: int = 0) -> tuple[Backend, NodeInfo]:
+def open_backend(
+    spec: BackendSpec | str = "auto", *, seed: int = 0, defer_topology: bool = False
+) -> tuple[Backend, NodeInfo]:
     """Open the backend named by ``spec``; ``auto`` tries NVML, then AMD-SMI.
 
     Raises :class:`NoBackend` listing why each candidate was unusable (ValueError for a spec
@@ -54,6 +56,7 @@ def open_backend(spec: BackendSpec | str = "auto", *, seed: int = 0) -> tuple[Ba
     reasons: list[tuple[str, str]] = []
     for candidate in spec.candidates():
         backend = create_backend(candidate, seed=seed)
+        backend.defer_topology = defer_topology
         try:
             return backend, backend.open()
         except BackendUnavailable as exc:

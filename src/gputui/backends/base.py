@@ -12,7 +12,7 @@ import abc
 import os
 import signal
 
-from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample
+from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Topology
 from gputui.playback import Playback
 
 
@@ -35,6 +35,21 @@ class Backend(abc.ABC):
     #: The GPU index being read right now (None between reads, or when a backend does not say):
     #: when a driver call hangs, the sampler names this GPU in its "not responding" finding.
     reading_gpu: int | None = None
+
+    #: Set before :meth:`open` to leave the slow discovery of the wiring (NVLink peers, the P2P
+    #: matrix, CPU locality) out of it: the dashboard draws its first frame sooner, and the
+    #: sampler calls :meth:`discover_topology` before the first reading.
+    defer_topology: bool = False
+
+    @property
+    def topology_pending(self) -> bool:
+        """Whether :meth:`discover_topology` still has the wiring to find."""
+        return False
+
+    def discover_topology(self) -> Topology | None:
+        """Find the wiring left out of :meth:`open` (see :attr:`defer_topology`); None when
+        there is none to find."""
+        return None
 
     @property
     def playback(self) -> Playback | None:

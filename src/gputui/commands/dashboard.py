@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 from gputui.commands.output import error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec, Session, SessionError, open_session
 
 
 def run(
@@ -19,12 +20,14 @@ def run(
     readonly: bool = False,
     light: bool = False,
 ) -> int:
+    # Textual reads keys from stdin and draws on stderr: both must be a terminal.
+    drawable = sys.stdin.isatty() and sys.stderr.isatty()
+    drawable = drawable and os.environ.get("TERM", "").strip().lower() != "dumb"
     try:
-        session = open_session(spec, seed=seed, interval=interval)
+        session = _open_while_importing_the_tui(spec, seed, interval, drawable)
     except SessionError as exc:
         error(str(exc))
         return EXIT_NO_GPU
-    # Textual reads keys from stdin and draws on stderr: both must be a terminal.
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         session.close()
         error(
@@ -49,6 +52,33 @@ def run(
     finally:
         session.close()
     return app.return_code or EXIT_OK
+
+
+def _open_while_importing_the_tui(
+    spec: BackendSpec, seed: int, interval: float, drawable: bool
+) -> Session:
+    """Open the backend on a thread while this one imports Textual: loading the GPU library
+    and importing the TUI are the two slow steps before the first frame, and the first spends
+    much of its time outside Python (loading the driver library, initialising it)."""
+    if not drawable:
+        return open_session(spec, seed=seed, interval=interval)
+    result: list[Session | SessionError] = []
+
+    def open_it() -> None:
+        try:
+            result.append(open_session(spec, seed=seed, interval=interval, defer_topology=True))
+        except SessionError as exc:
+            result.append(exc)
+
+    opener = threading.Thread(target=open_it, name="gputui-open", daemon=True)
+    opener.start()
+    import gputui.tui.app  # noqa: F401  (the import is the point: it overlaps the opening)
+
+    opener.join()
+    opened = result[0]
+    if isinstance(opened, SessionError):
+        raise opened
+    return opened
 
 
 __all__ = ["run"]

@@ -243,6 +243,9 @@ class GpuTuiApp(App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.latest = message.snapshot
+        if message.snapshot.node is not self.dashboard.node:
+            # The wiring, found after the first frame (see Backend.defer_topology).
+            self.dashboard.node = message.snapshot.node
         self.notify_findings(message.snapshot)  # even while paused: a finding is never silent
         if self.replay is not None:
             self._check_replay_end()
@@ -252,6 +255,8 @@ class GpuTuiApp(App[None]):
         self._show(message.snapshot)
 
     def _show(self, snapshot: Snapshot) -> None:
+        if not self.screen_stack:  # a reading that arrived while the app was closing
+            return
         screen = self.screen
         if screen is self.dashboard:
             self.dashboard.apply(snapshot)

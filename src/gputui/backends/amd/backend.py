@@ -15,7 +15,7 @@ from gputui.backends.amd.loader import import_amdsmi, quiet
 from gputui.backends.amd.processes import ProcessReader
 from gputui.backends.amd.static import driver_version, library_version, rocm_version, static_info
 from gputui.backends.base import Backend, BackendUnavailable
-from gputui.model import GpuSample, NodeInfo, ProcessSample, Topology
+from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
 
 _NO_GPU = "no AMD GPU found"
 
@@ -40,6 +40,8 @@ class AmdSmiBackend(Backend):
         self._calls: AmdCalls | None = None
         self._reader: DeviceReader | None = None
         self._processes: ProcessReader | None = None
+        self._gpu_infos: tuple[GpuInfo, ...] = ()
+        self._topology_pending = False
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -74,10 +76,9 @@ class AmdSmiBackend(Backend):
         gpus = tuple(static_info(calls, i) for i in range(len(handles)))
         self._reader = DeviceReader(calls, gpus, pcie_throughput=self._pcie_throughput)
         self._processes = ProcessReader(calls)
-        try:
-            topology: Topology | None = read_topology(calls, gpus)
-        except Exception:  # a bug here must not stop the dashboard: no topology screen data
-            topology = None
+        self._gpu_infos = gpus
+        self._topology_pending = self.defer_topology
+        topology = None if self.defer_topology else self._read_topology()
         self._node = NodeInfo(
             hostname=socket.gethostname(),
             backend=self.name,
@@ -88,6 +89,24 @@ class AmdSmiBackend(Backend):
             topology=topology,
         )
         return self._node
+
+    def _read_topology(self) -> Topology | None:
+        if self._calls is None:
+            return None
+        try:
+            return read_topology(self._calls, self._gpu_infos)
+        except Exception:  # a bug here must not stop the dashboard: no topology screen data
+            return None
+
+    @property
+    def topology_pending(self) -> bool:
+        return self._topology_pending
+
+    def discover_topology(self) -> Topology | None:
+        if not self._topology_pending:
+            return None
+        self._topology_pending = False
+        return self._read_topology()
 
     def close(self) -> None:
         if not self._open:

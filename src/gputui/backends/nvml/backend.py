@@ -17,7 +17,7 @@ from gputui.backends.nvml.links import read_topology
 from gputui.backends.nvml.processes import gpu_processes
 from gputui.backends.nvml.static import static_info
 from gputui.backends.nvml.values import optional_text, to_int
-from gputui.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample
+from gputui.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
 
 
 class NvmlBackend(Backend):
@@ -36,6 +36,7 @@ class NvmlBackend(Backend):
         self._initialized = False
         self._gpus: list[NvmlGpu] = []
         self._events: EventWatcher | None = None
+        self._topology_pending = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -95,7 +96,8 @@ class NvmlBackend(Backend):
         if all(gpu.lost for gpu in self._gpus):
             raise BackendUnavailable(self._gpus[0].error or "no usable NVIDIA GPU")
         cuda = to_int(calls.system("nvmlSystemGetCudaDriverVersion"))
-        topology = read_topology(calls, self._gpus)
+        topology = None if self.defer_topology else read_topology(calls, self._gpus)
+        self._topology_pending = self.defer_topology
         return NodeInfo(
             hostname=socket.gethostname(),
             backend=self.name,
@@ -105,6 +107,16 @@ class NvmlBackend(Backend):
             library_version=optional_text(calls.system("nvmlSystemGetNVMLVersion")),
             topology=topology,
         )
+
+    @property
+    def topology_pending(self) -> bool:
+        return self._topology_pending
+
+    def discover_topology(self) -> Topology | None:
+        if not self._topology_pending or self._calls is None:
+            return None
+        self._topology_pending = False
+        return read_topology(self._calls, self._gpus)
 
     def _open_gpu(self, calls: NvmlCalls, index: int) -> NvmlGpu:
         nvml = calls.nvml
