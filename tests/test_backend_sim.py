@@ -139,8 +139,11 @@ def test_values_within_physical_bounds(scenario: str) -> None:
                 continue
             info = node.gpu(s.index)
             assert info is not None and info.memory_total_bytes
-            assert 0 <= s.utilization_gpu_pct <= 100
-            assert 0 <= s.utilization_memory_pct <= 100
+            if info.mig_enabled:  # NVML: no utilization for a GPU in MIG mode
+                assert s.utilization_gpu_pct is None and s.utilization_memory_pct is None
+            else:
+                assert 0 <= s.utilization_gpu_pct <= 100
+                assert 0 <= s.utilization_memory_pct <= 100
             assert 0 <= s.memory_used_bytes <= info.memory_total_bytes
             assert s.memory_free_bytes >= 0
             assert s.memory_total_bytes == info.memory_total_bytes
@@ -160,7 +163,8 @@ def test_values_within_physical_bounds(scenario: str) -> None:
             assert s.energy_j >= energy.get(s.index, 0.0)
             energy[s.index] = s.energy_j
         for p in backend.read_processes(T0 + t):
-            assert 0 <= p.sm_pct <= 100
+            assert (p.sm_pct is None) == (p.mig_uuid is not None)  # none per process in MIG
+            assert p.sm_pct is None or 0 <= p.sm_pct <= 100
             assert p.cpu_pct >= 0 and p.host_rss_bytes > 0
             assert p.start_time <= T0 + t
         host = backend.read_host(T0 + t)

@@ -219,3 +219,47 @@ def test_list_rules_names_every_rule(capsys) -> None:
     out = capsys.readouterr().out
     for rule in [*RULES, "visible_devices"]:
         assert any(line.startswith(rule + " ") for line in out.splitlines()), rule
+
+
+def test_mig_node_is_healthy_and_names_its_instances(capsys) -> None:
+    # A busy node shared through MIG: healthy; every GPU in MIG mode lists its instances, and
+    # the findings about other users' processes say which instance each runs in.
+    code, out = run("sim:mig", capsys)
+    assert code == 0
+    assert out.startswith("HEALTHY · dgx-h100-21 · sim:mig · 8 GPUs\n")
+    lines = out.splitlines()
+    gpu0 = lines.index(next(line for line in lines if line.startswith("  GPU 0  H100  ok")))
+    assert "MIG: 7 instances" in lines[gpu0]
+    assert [line.split()[1] for line in lines[gpu0 + 1 : gpu0 + 8]] == ["1g.10gb"] * 7
+    assert lines[gpu0 + 1].split()[2:6] == ["GI", "7", "CI", "0"]
+    assert "PID" in lines[gpu0 + 1] and lines[gpu0 + 7].lstrip().startswith("└")
+    assert lines[gpu0 + 8].startswith("  GPU 1  ")
+    gpu7 = next(line for line in lines if line.startswith("  GPU 7  "))
+    assert "busy" in gpu7 and "MIG" not in gpu7
+    assert any(line.strip().startswith("on MIG 1g.10gb GI ") and ": PID " in line for line in lines)
+
+
+def test_mig_check_json_names_instances_of_gpus_and_findings(capsys) -> None:
+    data = run_json("sim:mig", capsys)
+    assert data["verdict"] == "healthy" and data["exit_code"] == 0
+    by_index = {g["index"]: g for g in data["gpus"]}
+    assert "mig_devices" not in by_index[7]
+    small = by_index[0]["mig_devices"]
+    assert [m["gpu_instance_id"] for m in small] == list(range(7, 14))
+    for m in small:
+        assert m["profile"] == "1g.10gb" and m["uuid"].startswith("MIG-")
+        assert 0 <= m["memory_used_bytes"] <= m["memory_total_bytes"]
+        assert isinstance(m["pids"], list)
+    assert [m["profile"] for m in by_index[4]["mig_devices"]] == ["3g.40gb"] * 2
+    on_mig = [f for f in data["findings"] if f.get("mig_devices")]
+    assert {f["gpu_index"] for f in on_mig} == set(range(7))
+    for f in on_mig:
+        for m in f["mig_devices"]:
+            assert m["pids"] and all(f"PID {pid}" in f["message"] for pid in m["pids"])
+    assert all("mig_devices" not in f for f in data["findings"] if f["gpu_index"] == 7)
+
+
+def test_crowded_node_check_is_healthy(capsys) -> None:
+    code, out = run("sim:crowded", capsys)
+    assert code == 0
+    assert "250 processes" in out

@@ -532,3 +532,64 @@ def test_export_is_a_sub_command() -> None:
     assert (args.command, args.interval, args.listen) == ("export", 2.0, ":9500")
     args = cli.build_parser().parse_args(["export", "--interval", "5", "--seed", "3"])
     assert (args.interval, args.seed, args.listen) == (5.0, 3, "127.0.0.1:9400")
+
+
+def mig_scrape():
+    sampler = fake_clock_sampler("mig", polls=0)
+    sampler.health = default_health()
+    collector = export.GpuCollector(sampler)
+    for _ in range(3):
+        sampler.poll()
+        sampler.clock.now += sampler.interval
+    _text, families = scrape(collector)
+    return sampler.latest, families
+
+
+def test_mig_instances_are_exported_under_their_gpu() -> None:
+    snap, families = mig_scrape()
+    for s in snap.gpus:
+        info = snap.node.gpu(s.index)
+        gpu = str(s.index)
+        used = samples(families, "gputui_mig_memory_used_bytes", gpu=gpu)
+        assert len(used) == len(info.mig_devices)
+        readings = {m.uuid: m for m in s.mig_devices}
+        for m in info.mig_devices:
+            labels = {
+                "gpu": gpu,
+                "gi": str(m.gpu_instance_id),
+                "ci": str(m.compute_instance_id),
+                "profile": m.name.rsplit(" ", 1)[-1],
+            }
+            assert value(families, "gputui_mig_memory_used_bytes", **labels) == (
+                readings[m.uuid].memory_used_bytes
+            )
+            assert value(families, "gputui_mig_memory_total_bytes", **labels) == (
+                m.memory_total_bytes
+            )
+            assert value(families, "gputui_mig_info", uuid=m.uuid, **labels) == 1
+    for name in ("gputui_mig_memory_used_bytes", "gputui_mig_memory_total_bytes"):
+        assert families[name].type == "gauge"
+        assert {frozenset(s.labels) for s in families[name].samples} == {
+            frozenset({"gpu", "gi", "ci", "profile"})
+        }
+    # NVML reports no utilization for a GPU in MIG mode: not exported, not zero
+    assert {s.labels["gpu"] for s in families["DCGM_FI_DEV_GPU_UTIL"].samples} == {"7"}
+
+
+def test_mig_process_series_carry_their_instance() -> None:
+    snap, families = mig_scrape()
+    series = families["gputui_process_gpu_memory_bytes"].samples
+    assert all(set(s.labels) == {"gpu", "pid", "user", "name", "mig"} for s in series)
+    for p in snap.processes:
+        (s,) = [s for s in series if s.labels["pid"] == str(p.pid)]
+        assert s.labels["mig"] == (p.mig_uuid or "")
+        assert s.value == p.gpu_memory_bytes
+    assert any(s.labels["mig"].startswith("MIG-") for s in series)
+    assert [s.labels["mig"] for s in series if s.labels["gpu"] == "7"] == [""]
+
+
+def test_nodes_without_mig_keep_their_labels(faulty) -> None:
+    _snap, _text, families = faulty
+    assert not any(name.startswith("gputui_mig_") for name in families)
+    for s in families["gputui_process_gpu_memory_bytes"].samples:
+        assert set(s.labels) == {"gpu", "pid", "user", "name"}

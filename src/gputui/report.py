@@ -4,11 +4,16 @@ verdict of ``gputui check``.
 Every string from a reading (host, GPU and user names, commands, messages, hints) can hold
 anything, a recording most of all: each goes through :func:`gputui.format.sanitize` before it is
 measured or printed, and columns are measured in terminal cells (a CJK user name is two cells a
-character)."""
+character).
+
+A GPU in MIG mode gets a line per MIG instance under its row (profile, GPU / compute instance
+ids, memory, processes), its processes GI / CI columns, and a finding about processes in MIG
+instances a line naming them."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from gputui.format import (
     NA,
@@ -31,9 +36,11 @@ from gputui.format import (
     short_gpu_name,
 )
 from gputui.health.verdict import CheckResult
+from gputui.mig import describe_processes, finding_note, instances_by_uuid, mig_views
 from gputui.model import (
     Finding,
     GpuSample,
+    MigDeviceInfo,
     ProcessSample,
     Snapshot,
     describe_throttle,
@@ -41,20 +48,37 @@ from gputui.model import (
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
+MIG_PROCESS_COLUMNS = ("GPU", "GI", "CI", *PROCESS_COLUMNS[1:])
+"""The process table when processes run in MIG instances (the ids ``nvidia-smi`` shows)."""
+MIG_INDENT = " " * 5
 
 
 def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     """The node line, a GPU table, the health findings, the host line and a process table;
     ``width`` cuts long lines."""
     lines = [_node_line(snapshot), ""]
-    lines += _table(GPU_COLUMNS, [_gpu_row(snapshot, s) for s in snapshot.gpus])
-    lines += ["", *render_findings(snapshot.findings)]
+    gpu_lines = _table(GPU_COLUMNS, [_gpu_row(snapshot, s) for s in snapshot.gpus])
+    lines.append(gpu_lines[0])
+    for sample, line in zip(snapshot.gpus, gpu_lines[1:], strict=True):
+        lines.append(line)
+        if not sample.lost:
+            lines += _instance_lines(snapshot, sample.index)
+    notes = {f.key: finding_note(f, snapshot) for f in snapshot.findings}
+    lines += ["", *render_findings(snapshot.findings, notes)]
     if snapshot.host is not None:
         lines += ["", _host_line(snapshot)]
     lines.append("")
     if snapshot.processes:
+        instances = instances_by_uuid(snapshot)
         rows = [_process_row(snapshot, p) for p in snapshot.processes]
-        lines += _table(PROCESS_COLUMNS, rows)
+        if any(p.mig_uuid is not None for p in snapshot.processes):
+            rows = [
+                [row[0], *_instance_ids(p.mig_uuid, instances), *row[1:]]
+                for row, p in zip(rows, snapshot.processes, strict=True)
+            ]
+            lines += _table(MIG_PROCESS_COLUMNS, rows)
+        else:
+            lines += _table(PROCESS_COLUMNS, rows)
     else:
         lines.append("No GPU processes.")
     if width:
@@ -62,9 +86,12 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     return "\n".join(sanitize(line).rstrip() for line in lines)
 
 
-def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
+def render_findings(
+    findings: tuple[Finding, ...] | list[Finding], notes: Mapping[str, str] | None = None
+) -> list[str]:
     """``severity  GPU n  message  [rule]`` with the hint indented below, in the order given (the
-    health monitor's: worst first, hardware faults before busy GPUs)."""
+    health monitor's: worst first, hardware faults before busy GPUs); ``notes`` (finding key ->
+    text) adds a line under a finding, e.g. the MIG instances its processes run in."""
     if not findings:
         return ["No findings."]
     lines = [f"Findings ({len(findings)}):"]
@@ -77,6 +104,8 @@ def render_findings(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
         )
         if f.hint:
             lines.append(f"                {sanitize(f.hint)}")
+        if notes and (note := notes.get(f.key)):
+            lines.append(f"                {sanitize(note)}")
     return lines
 
 
@@ -116,6 +145,10 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
     notes = describe_throttle(sample.throttle_reasons)
     if sample.remapped_rows_pending:
         notes = ", ".join(filter(None, [notes, "row remap pending"]))
+    if info is not None and info.mig_enabled:
+        n = len(info.mig_devices)
+        mig = f"MIG: {n} instance{'s' if n != 1 else ''}"
+        notes = ", ".join(filter(None, [mig, notes]))
     return [
         str(sample.index),
         name,
@@ -128,6 +161,32 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
         NA if ecc is None else f"{ecc} unc",
         notes,
     ]
+
+
+def _instance_lines(snapshot: Snapshot, index: int) -> list[str]:
+    """A line per MIG instance of GPU ``index``, aligned among themselves, under its row."""
+    views = mig_views(snapshot, index)
+    rows = [
+        [
+            view.profile,
+            f"GI {view.info.gpu_instance_id}",
+            f"CI {view.info.compute_instance_id}",
+            fmt_bytes_pair(view.memory_used_bytes, view.memory_total_bytes),
+            describe_processes(view.processes),
+        ]
+        for view in views
+    ]
+    lines = _table(("",) * 5, rows)[1:] if rows else []
+    return [
+        f"{MIG_INDENT}{'└' if k == len(lines) - 1 else '├'} {line}" for k, line in enumerate(lines)
+    ]
+
+
+def _instance_ids(uuid: str | None, instances: Mapping[str, MigDeviceInfo]) -> list[str]:
+    info = instances.get(uuid) if uuid is not None else None
+    if info is None:
+        return ["-", "-"]
+    return [str(info.gpu_instance_id), str(info.compute_instance_id)]
 
 
 def _host_line(snapshot: Snapshot) -> str:
@@ -172,12 +231,21 @@ def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
 
 def render_check(result: CheckResult) -> str:
     """The report of ``gputui check``: headline, findings with hints, one line per GPU, notes."""
-    lines = [result.headline(), "", *render_findings(result.findings)]
+    lines = [result.headline(), "", *render_findings(result.findings, result.finding_notes())]
     lines += ["", "GPUs:"]
     names = [short_gpu_name(sanitize(g.name)) for g in result.gpus]
     width = max((cell_width(name) for name in names), default=0)
     for g, name in zip(result.gpus, names, strict=True):
         lines.append(f"  GPU {g.index:<2} {pad(name, width)}  {g.status:<4}  {g.summary}")
+        rows = [
+            [m.profile, f"GI {m.gpu_instance_id}", f"CI {m.compute_instance_id}", m.summary]
+            for m in g.mig
+        ]
+        instances = _table(("",) * 4, rows)[1:] if rows else []
+        lines += [
+            f"{MIG_INDENT}{'└' if k == len(instances) - 1 else '├'} {line}"
+            for k, line in enumerate(instances)
+        ]
     if not result.gpus:
         lines.append("  none")
     lines += ["", _judged_line(result)]

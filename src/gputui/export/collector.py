@@ -19,6 +19,12 @@ A value the hardware does not report (None) is not exported at all; a GPU that f
 exports only ``gputui_gpu_lost 1`` (its health findings stay listed). Per-process memory is
 bounded: the top N processes by memory per GPU, the rest summed into ``pid="other"``.
 
+MIG: each instance of a GPU in MIG mode exports ``gputui_mig_memory_used_bytes`` and
+``gputui_mig_memory_total_bytes`` labelled ``gpu``, ``gi``, ``ci`` (GPU / compute instance ids)
+and ``profile`` (``1g.10gb``), and ``gputui_mig_info`` (1) adding its ``uuid``. On a node with a
+GPU in MIG mode the per-process series carry a ``mig`` label, the instance's UUID (empty for a
+process outside MIG, and on ``pid="other"``); elsewhere they keep the labels they always had.
+
 Probe metrics (achieved bandwidth and FLOP/s) are not exported: they arrive with the performance
 probe, which will add its own ``gputui_probe_*`` families here.
 """
@@ -47,6 +53,7 @@ from gputui.export.dcgm import (
     dcgm_labels,
 )
 from gputui.health.rollup import gpu_severity, worst
+from gputui.mig import has_mig, mig_views
 from gputui.model import SEVERITY_ORDER, THROTTLE_REASONS, Finding, GpuSample, Snapshot
 from gputui.sampler import Sampler
 
@@ -178,6 +185,7 @@ class GpuCollector(Collector):
                 if value is not None:
                     out.bare_counter(name, doc, labels, value)
             self._gputui_gpu(out, s)
+            self._mig(out, snapshot, s.index)
         self._health(out, snapshot, active)
         for (gpu, kind), count in sorted(events.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             out.counter(
@@ -228,6 +236,35 @@ class GpuCollector(Collector):
                         float(value),
                     )
 
+    def _mig(self, out: _Families, snapshot: Snapshot, index: int) -> None:
+        for view in mig_views(snapshot, index):
+            labels = {
+                "gpu": str(index),
+                "gi": str(view.info.gpu_instance_id),
+                "ci": str(view.info.compute_instance_id),
+                "profile": view.profile,
+            }
+            out.gauge(
+                "gputui_mig_info",
+                "A MIG instance of a GPU in MIG mode, with its UUID (always 1).",
+                {**labels, "uuid": view.info.uuid},
+                1.0,
+            )
+            if view.memory_used_bytes is not None:
+                out.gauge(
+                    "gputui_mig_memory_used_bytes",
+                    "GPU memory used in a MIG instance.",
+                    labels,
+                    float(view.memory_used_bytes),
+                )
+            if view.memory_total_bytes is not None:
+                out.gauge(
+                    "gputui_mig_memory_total_bytes",
+                    "GPU memory of a MIG instance.",
+                    labels,
+                    float(view.memory_total_bytes),
+                )
+
     def _health(self, out: _Families, snapshot: Snapshot, active: list[Finding]) -> None:
         counts: Counter[tuple[str, str, str]] = Counter(
             (f.rule, f.severity, "" if f.gpu_index is None else str(f.gpu_index)) for f in active
@@ -260,23 +297,30 @@ class GpuCollector(Collector):
             "GPU memory held by a process: the top processes by memory per GPU, "
             'the rest summed into pid="other".'
         )
-        by_gpu: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
+        mig = has_mig(snapshot)  # then every series has a ``mig`` label (the instance's UUID)
+        by_gpu: dict[int, dict[tuple[int, str], tuple[int, str | None, str | None]]] = {}
         for p in snapshot.processes:
             if p.gpu_memory_bytes is None:
                 continue
             on_gpu = by_gpu.setdefault(p.gpu_index, {})
-            held = on_gpu[p.pid][0] if p.pid in on_gpu else 0
-            # one pid on several MIG slices: one series
-            on_gpu[p.pid] = (held + p.gpu_memory_bytes, p.user, p.name)
+            # one series per pid (and MIG instance, on a MIG node; else one pid on several
+            # instances is one series)
+            ident = (p.pid, (p.mig_uuid or "") if mig else "")
+            held = on_gpu[ident][0] if ident in on_gpu else 0
+            on_gpu[ident] = (held + p.gpu_memory_bytes, p.user, p.name)
         for gpu in sorted(by_gpu):
             procs = sorted(by_gpu[gpu].items(), key=lambda kv: (-kv[1][0], kv[0]))
             top, rest = procs[: self.top_processes], procs[self.top_processes :]
-            for pid, (memory, user, name) in top:
+            for (pid, instance), (memory, user, name) in top:
                 labels = {"gpu": str(gpu), "pid": str(pid), "user": user or "", "name": name or ""}
+                if mig:
+                    labels["mig"] = instance
                 out.gauge("gputui_process_gpu_memory_bytes", doc, labels, float(memory))
             if rest:
                 labels = {"gpu": str(gpu), "pid": "other", "user": "", "name": ""}
-                total = float(sum(memory for _pid, (memory, _u, _n) in rest))
+                if mig:
+                    labels["mig"] = ""
+                total = float(sum(memory for _ident, (memory, _u, _n) in rest))
                 out.gauge("gputui_process_gpu_memory_bytes", doc, labels, total)
 
     def _host(self, out: _Families, snapshot: Snapshot) -> None:

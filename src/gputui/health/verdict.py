@@ -3,6 +3,11 @@
 :func:`evaluate` turns the last snapshot of a check (its findings, judged by the health monitor)
 and the GPU selection into a :class:`CheckResult`, whose :meth:`~CheckResult.to_dict` is the
 ``--json`` output (``docs/check-json.md``) and whose ``exit_code`` is the command's status.
+
+On a GPU in MIG mode the check names the MIG instances: each GPU's status lists its instances
+(``GpuStatus.mig``: profile, ids, memory, the PIDs in it), and a finding about processes in MIG
+instances carries them (``CheckResult.finding_mig``); in the JSON both appear as
+``mig_devices``, present only where there are MIG instances to name.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
 from gputui.format import fmt_bytes_pair, fmt_pct
 from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
 from gputui.health.rules import RULES
+from gputui.mig import describe_processes, finding_instances, mig_profile, mig_views
 from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, Snapshot
 from gputui.selection import Selection
 
@@ -39,12 +45,45 @@ Verdict = Literal["healthy", "warnings", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
+class MigStatus:
+    """A MIG instance as the check names it: ids, profile, memory and the PIDs running in it."""
+
+    uuid: str
+    profile: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    pids: tuple[int, ...] = ()
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    summary: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.profile} GI {self.gpu_instance_id} CI {self.compute_instance_id}"
+
+    def to_dict(self, *, memory: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "uuid": self.uuid,
+            "profile": self.profile,
+            "gpu_instance_id": self.gpu_instance_id,
+            "compute_instance_id": self.compute_instance_id,
+        }
+        if memory:
+            out["memory_used_bytes"] = self.memory_used_bytes
+            out["memory_total_bytes"] = self.memory_total_bytes
+        out["pids"] = list(self.pids)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class GpuStatus:
     index: int
     name: str
     uuid: str
     status: Status
     summary: str = ""
+    mig: tuple[MigStatus, ...] = ()
+    """Its MIG instances (() when MIG is off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +100,23 @@ class CheckResult:
     strict: bool = False
     node_gpu_count: int = 0
     kernel_events: tuple[GpuEvent, ...] = field(default=())
+    finding_mig: tuple[tuple[str, tuple[MigStatus, ...]], ...] = ()
+    """(finding key, the MIG instances its processes run in) for findings about such processes."""
+
+    def mig_of(self, finding: Finding) -> tuple[MigStatus, ...]:
+        """The MIG instances ``finding``'s processes run in (() for most findings)."""
+        for key, instances in self.finding_mig:
+            if key == finding.key:
+                return instances
+        return ()
+
+    def finding_notes(self) -> dict[str, str]:
+        """Finding key -> ``on MIG 1g.10gb GI 7 CI 0: PID 713382; ...`` for the report."""
+        return {
+            key: "on MIG "
+            + "; ".join(f"{m.label}: {', '.join(f'PID {p}' for p in m.pids)}" for m in instances)
+            for key, instances in self.finding_mig
+        }
 
     def count(self, severity: str) -> int:
         """Findings of ``severity`` listed at the end (cleared ones included: see rollup)."""
@@ -104,16 +160,27 @@ class CheckResult:
             "hostname": self.hostname,
             "backend": self.backend,
             "checked_gpus": list(self.checked_gpus),
-            "findings": [encode(f) for f in self.findings],
-            "gpus": [
-                {"index": g.index, "name": g.name, "uuid": g.uuid, "status": g.status}
-                for g in self.gpus
-            ],
+            "findings": [self._finding_dict(f) for f in self.findings],
+            "gpus": [_gpu_dict(g) for g in self.gpus],
             "not_checked": list(self.not_checked),
             "notes": list(self.notes),
             "duration_s": round(self.duration_s, 3),
             "schema_version": SCHEMA_VERSION,
         }
+
+    def _finding_dict(self, finding: Finding) -> dict[str, Any]:
+        out: dict[str, Any] = encode(finding)
+        instances = self.mig_of(finding)
+        if instances:
+            out["mig_devices"] = [m.to_dict(memory=False) for m in instances]
+        return out
+
+
+def _gpu_dict(g: GpuStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": g.index, "name": g.name, "uuid": g.uuid, "status": g.status}
+    if g.mig:
+        out["mig_devices"] = [m.to_dict() for m in g.mig]
+    return out
 
 
 def _where(finding: Finding) -> str:
@@ -179,7 +246,14 @@ def evaluate(
         # A driver that does not answer fails every GPU behind it (its lock is node-wide).
         status = "fail" if snapshot.stall is not None else gpu_status(findings, index)
         statuses.append(
-            GpuStatus(index, info.name, info.uuid, status, _gpu_summary(snapshot, index))
+            GpuStatus(
+                index,
+                info.name,
+                info.uuid,
+                status,
+                _gpu_summary(snapshot, index),
+                _mig_statuses(snapshot, index),
+            )
         )
     return CheckResult(
         hostname=node.hostname,
@@ -194,6 +268,48 @@ def evaluate(
         strict=strict,
         node_gpu_count=len(node.gpus),
         kernel_events=tuple(kernel_events),
+        finding_mig=tuple(
+            (f.key, instances) for f in findings if (instances := _finding_mig(f, snapshot))
+        ),
+    )
+
+
+def _mig_statuses(snapshot: Snapshot, index: int) -> tuple[MigStatus, ...]:
+    if snapshot.stall is not None:
+        return ()
+    sample = snapshot.sample(index)
+    if sample is None or sample.lost:
+        return ()
+    return tuple(
+        MigStatus(
+            uuid=view.info.uuid,
+            profile=view.profile,
+            gpu_instance_id=view.info.gpu_instance_id,
+            compute_instance_id=view.info.compute_instance_id,
+            pids=tuple(p.pid for p in view.processes),
+            memory_used_bytes=view.memory_used_bytes,
+            memory_total_bytes=view.memory_total_bytes,
+            summary=" · ".join(
+                [
+                    fmt_bytes_pair(view.memory_used_bytes, view.memory_total_bytes),
+                    describe_processes(view.processes),
+                ]
+            ),
+        )
+        for view in mig_views(snapshot, index)
+    )
+
+
+def _finding_mig(finding: Finding, snapshot: Snapshot) -> tuple[MigStatus, ...]:
+    return tuple(
+        MigStatus(
+            uuid=info.uuid,
+            profile=mig_profile(info.name),
+            gpu_instance_id=info.gpu_instance_id,
+            compute_instance_id=info.compute_instance_id,
+            pids=pids,
+        )
+        for info, pids in finding_instances(finding, snapshot)
     )
 
 
@@ -207,8 +323,13 @@ def _gpu_summary(snapshot: Snapshot, index: int) -> str:
         return sample.error or "lost"
     procs = snapshot.processes_on(index)
     users = sorted({p.user for p in procs if p.user})
+    info = snapshot.node.gpu(index)
+    n_mig = len(info.mig_devices) if info is not None and info.mig_enabled else None
     parts = [
-        f"{fmt_pct(sample.utilization_gpu_pct)} busy",
+        # NVML reports no utilization for a GPU in MIG mode: say what it is instead
+        f"MIG: {n_mig} instance{'s' if n_mig != 1 else ''}"
+        if n_mig is not None
+        else f"{fmt_pct(sample.utilization_gpu_pct)} busy",
         fmt_bytes_pair(sample.memory_used_bytes, sample.memory_total_bytes),
         f"{len(procs)} process{'es' if len(procs) != 1 else ''}"
         + (f" ({', '.join(users)})" if users else ""),
@@ -226,6 +347,7 @@ __all__ = [
     "CHECK_RULES",
     "CheckResult",
     "GpuStatus",
+    "MigStatus",
     "all_rules",
     "evaluate",
     "list_rules",

@@ -10,6 +10,12 @@ Per GPU the activity is a list of :class:`_Segment`: a track (all its live proce
 holds from a start time on. A process starting or being killed opens a new segment; the thermal lag
 carries across the boundary as an exponentially decaying offset, so temperature moves gradually
 while power changes at once.
+
+A GPU in MIG mode reads as NVML reads it: per-instance memory (``GpuSample.mig_devices``) and
+processes tagged with their instance, no utilization for the parent or SM % for its processes,
+no encoder / decoder or remapped-row readings; a process's track is its activity within its
+instance, scaled to the instance's share of the GPU for power and heat. A worker pool
+(:mod:`.pool`) adds its processes and its GPUs' ``pool_load`` on top of the planned processes.
 """
 
 from __future__ import annotations
@@ -24,9 +30,20 @@ from gputui.backends.sim.hardware import MIB
 from gputui.backends.sim.hostsim import HostSim
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.physics import BoardReading
-from gputui.backends.sim.scenarios import SCENARIOS, GpuPlan, ProcPlan, build
+from gputui.backends.sim.plan import GpuPlan, MigPlan, ProcPlan
+from gputui.backends.sim.pool import WorkerPool
+from gputui.backends.sim.scenarios import SCENARIOS, build
 from gputui.backends.sim.topology import LinkReader, build_topology
-from gputui.model import GpuEvent, GpuInfo, GpuSample, HostSample, NodeInfo, ProcessSample
+from gputui.model import (
+    GpuEvent,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    MigDeviceInfo,
+    MigSample,
+    NodeInfo,
+    ProcessSample,
+)
 
 LOST_ERROR = "GPU is lost (fell off the bus)"
 WINDOW_S = 1.0
@@ -36,6 +53,8 @@ MEM_RAMP_S = 12.0
 _TERMINATING = frozenset({_signal.SIGTERM, _signal.SIGINT, _signal.SIGKILL})
 _NEG_INF = -math.inf
 _PCIE_LANE_BYTES_PER_S = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.97e9, 5: 3.94e9}
+MIG_SLICES = 7
+"""Compute slices of an NVIDIA GPU in MIG mode (A100, H100): an instance's share is slices / 7."""
 
 
 class _Segment:
@@ -78,12 +97,15 @@ class SimBackend(Backend):
         self._by_gpu: list[list[ProcPlan]] = [[] for _ in self._gpus]
         for p in self._plan.procs:
             self._by_gpu[p.gpu].append(p)
+        self._instances: dict[str, MigPlan] = {m.uuid: m for g in self._gpus for m in g.mig or ()}
+        self._gpu_tracks = {p.pid: self._gpu_track(p) for p in self._plan.procs}
+        self._pool = WorkerPool(self._plan, seed) if self._plan.workers else None
         self._killed: dict[int, float] = {}  # pid -> elapsed time of the kill
         self._last_elapsed = 0.0
         self._keys = [key(seed, g.index, 0x6E01) for g in self._gpus]
         self._proc_keys = {p.pid: key(seed, p.pid, 0x9C0C) for p in self._plan.procs}
         self._host = HostSim(self._plan.host, seed)
-        self._compose_cache: dict[tuple[int, ...], wl.Track] = {}
+        self._compose_cache: dict[tuple[int, ...], wl.Track] = {}  # (GPU, PIDs) -> track
         self._segments = [self._build_segments(g) for g in self._gpus]
         self._node: NodeInfo | None = None
         self._events = tuple(sorted(self._plan.events, key=lambda e: e.at_s))
@@ -117,8 +139,12 @@ class SimBackend(Backend):
         t = self._elapsed(now)
         origin = now - t
         out: list[ProcessSample] = []
+        pool = self._pool
+        pool_util: dict[int, float] = {}
         for g in self._gpus:
             live = self._live(g, t)
+            if pool is not None:
+                pool_util[g.index] = self._util(g, self._segment(g.index, t), t)
             if not live:
                 continue
             seg = self._segment(g.index, t)
@@ -139,7 +165,8 @@ class SimBackend(Backend):
                         gpu_index=p.gpu,
                         type=p.type,  # type: ignore[arg-type]
                         gpu_memory_bytes=self._proc_memory(p, t),
-                        sm_pct=float(round(share)),
+                        # NVML has no per-process utilization on a GPU in MIG mode
+                        sm_pct=None if p.mig_uuid is not None else float(round(share)),
                         user=p.user,
                         name=p.name,
                         command=p.command,
@@ -147,9 +174,13 @@ class SimBackend(Backend):
                         host_rss_bytes=int(p.rss_bytes * (1.0 + 0.002 * nz[2])),
                         start_time=started,
                         container_id=p.container_id,
+                        mig_uuid=p.mig_uuid,
                     )
                 )
         out.sort(key=lambda s: (s.gpu_index, s.pid))
+        if pool is not None:
+            workers = pool.samples(t, origin, pool_util)
+            out = sorted(out + workers, key=lambda s: (s.gpu_index, s.pid)) if out else workers
         return out
 
     def read_events(self, now: float) -> list[GpuEvent]:
@@ -174,11 +205,17 @@ class SimBackend(Backend):
     def read_host(self, now: float) -> HostSample | None:
         t = self._elapsed(now)
         rss = sum(p.rss_bytes for g in self._gpus for p in self._live(g, t))
+        if self._pool is not None:
+            rss += self._pool.rss_bytes
         return self._host.read(now, t, rss)
 
     def signal_process(self, pid: int, sig: _signal.Signals) -> None:
         t = self._last_elapsed
         proc = self._procs.get(pid)
+        if proc is None and self._pool is not None and self._pool.has(pid, t):
+            if sig in _TERMINATING:  # its supervisor starts another worker in its place
+                self._pool.kill(pid, t)
+            return
         if proc is None or not self._alive(proc, t):
             raise ProcessLookupError(f"[Errno 3] No such process: {pid}")
         if sig in _TERMINATING:
@@ -216,11 +253,21 @@ class SimBackend(Backend):
 
     # -- segments --------------------------------------------------------------------------------
 
-    def _compose(self, procs: list[ProcPlan]) -> wl.Track:
-        k = tuple(p.pid for p in procs)
+    def _gpu_track(self, p: ProcPlan) -> wl.Track:
+        """What ``p`` does to its whole GPU: its track, scaled to its MIG instance's share."""
+        instance = self._instances.get(p.mig_uuid) if p.mig_uuid is not None else None
+        if instance is None:
+            return p.track
+        return wl.scaled(p.track, instance.slices / MIG_SLICES)
+
+    def _compose(self, g: GpuPlan, procs: list[ProcPlan]) -> wl.Track:
+        k = (g.index, *(p.pid for p in procs))
         track = self._compose_cache.get(k)
         if track is None:
-            track = self._compose_cache[k] = wl.compose([p.track for p in procs])
+            tracks = [self._gpu_tracks[p.pid] for p in procs]
+            if g.pool_load is not None:
+                tracks.append(g.pool_load)
+            track = self._compose_cache[k] = wl.compose(tracks)
         return track
 
     def _build_segments(self, g: GpuPlan) -> list[_Segment]:
@@ -228,10 +275,10 @@ class SimBackend(Backend):
         procs = self._by_gpu[g.index]
         times = {p.start_s for p in procs if p.start_s is not None}
         times |= {self._killed[p.pid] for p in procs if p.pid in self._killed}
-        segments = [_Segment(_NEG_INF, self._compose(self._live(g, _NEG_INF)), 0.0, g.energy0_j)]
+        segments = [_Segment(_NEG_INF, self._compose(g, self._live(g, _NEG_INF)), 0.0, g.energy0_j)]
         for t0 in sorted(times):
             prev = segments[-1]
-            track = self._compose(self._live(g, t0))
+            track = self._compose(g, self._live(g, t0))
             lag = self._lag(prev, t0)
             energy = self._energy(g, prev, t0)
             segments.append(_Segment(t0, track, lag - track.lagged(t0), energy))
@@ -292,9 +339,15 @@ class SimBackend(Backend):
         board = BoardReading(g, util, act, self._lag(seg, t), nz)
 
         live = self._live(g, t)
-        used = sum(self._proc_memory(p, t) for p in live)
-        if live:
-            used += 5 * MIB  # driver bookkeeping outside the processes' own allocations
+        instances: tuple[MigSample, ...] = ()
+        if g.mig is not None:
+            instances = self._instance_samples(g, live, t)
+            used = sum(s.memory_used_bytes or 0 for s in instances)
+        else:
+            used = sum(self._proc_memory(p, t) for p in live)
+            workers = self._pool.gpu_memory(g.index, t) if self._pool is not None else 0
+            if live or workers:
+                used += workers + 5 * MIB  # and the driver's bookkeeping outside them
         total = m.memory_total_mib * MIB
         reserved = m.memory_reserved_mib * MIB if m.memory_reserved_mib is not None else None
         free = total - used - (reserved or 0)
@@ -304,11 +357,12 @@ class SimBackend(Backend):
         kw = {}
         if slow:
             kw = self._slow_fields(g, t, win, nz)
+        mig = g.mig is not None  # NVML: no utilization, encoder or decoder reading for the parent
         return GpuSample(
             index=g.index,
             timestamp=now,
-            utilization_gpu_pct=util,
-            utilization_memory_pct=memu,
+            utilization_gpu_pct=None if mig else util,
+            utilization_memory_pct=None if mig else memu,
             memory_used_bytes=used,
             memory_free_bytes=free,
             memory_reserved_bytes=reserved,
@@ -325,11 +379,32 @@ class SimBackend(Backend):
             pstate=board.pstate,
             pcie_gen=g.pcie_gen or m.pcie_gen,
             pcie_width=g.pcie_width or m.pcie_width,
-            encoder_pct=float(round(win[wl.ENC])) if m.encoder else None,
-            decoder_pct=float(round(win[wl.DEC])) if m.decoder else None,
+            encoder_pct=float(round(win[wl.ENC])) if m.encoder and not mig else None,
+            decoder_pct=float(round(win[wl.DEC])) if m.decoder and not mig else None,
             throttle_reasons=board.reasons,
+            mig_devices=instances,
             **kw,
         )
+
+    def _instance_samples(
+        self, g: GpuPlan, live: list[ProcPlan], t: float
+    ) -> tuple[MigSample, ...]:
+        """Memory of each MIG instance of ``g``: its processes' plus the driver's few MiB."""
+        held: dict[str, int] = {}
+        for p in live:
+            if p.mig_uuid is not None:
+                held[p.mig_uuid] = held.get(p.mig_uuid, 0) + self._proc_memory(p, t)
+        out = []
+        for instance in g.mig or ():
+            used = held.get(instance.uuid, 0)
+            out.append(
+                MigSample(
+                    uuid=instance.uuid,
+                    memory_used_bytes=used + 5 * MIB if used else 0,
+                    memory_total_bytes=instance.memory_mib * MIB,
+                )
+            )
+        return tuple(out)
 
     def _slow_fields(
         self, g: GpuPlan, t: float, win: wl.Row | list[float], nz: list[float]
@@ -360,7 +435,7 @@ class SimBackend(Backend):
             if m.aggregate_ecc:
                 kw["ecc_aggregate_corrected"] = g.ecc_aggregate_corrected + corr
                 kw["ecc_aggregate_uncorrected"] = unc
-        if m.remapped_rows:
+        if m.remapped_rows and g.mig is None:  # NotSupported while MIG instances exist
             kw["remapped_rows_correctable"] = 0
             kw["remapped_rows_uncorrectable"] = 1 if g.ecc_fault else 0
             kw["remapped_rows_pending"] = g.ecc_fault
@@ -401,7 +476,19 @@ def _info(g: GpuPlan) -> GpuInfo:
         temperature_hotspot_limit_c=m.hotspot_limit_c,
         temperature_memory_limit_c=m.memory_limit_c,
         fan_count=m.fan_count if m.fan_count else (0 if m.vendor == "nvidia" else None),
-        mig_enabled=m.mig,
+        mig_enabled=True if g.mig is not None else m.mig,
+        mig_devices=tuple(
+            MigDeviceInfo(
+                parent_index=g.index,
+                gpu_instance_id=instance.gpu_instance_id,
+                compute_instance_id=instance.compute_instance_id,
+                uuid=instance.uuid,
+                name=f"{m.name} MIG {instance.profile}",
+                memory_total_bytes=instance.memory_mib * MIB,
+                sm_count=instance.sm_count,
+            )
+            for instance in g.mig or ()
+        ),
         ecc_enabled=True if m.ecc else None,
         persistence_mode=m.persistence,
         vbios_version=m.vbios,

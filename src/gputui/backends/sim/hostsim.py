@@ -6,7 +6,7 @@ import math
 import random
 
 from gputui.backends.sim.noise import key, smooth8
-from gputui.backends.sim.scenarios import HostPlan
+from gputui.backends.sim.plan import HostPlan
 from gputui.model import HostSample
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from gputui.backends.sim.scenarios import GpuPlan
+from gputui.backends.sim.plan import GpuPlan
 
 _EMPTY: frozenset[str] = frozenset()
 _IDLE = frozenset({"gpu_idle"})

@@ -1,21 +1,37 @@
 """The simulated nodes: which GPUs, which processes doing what, which faults.
 
 ``build(scenario, seed)`` turns a scenario name into a :class:`Plan`: plain data that the backend
-reads from. Everything random here comes from generators seeded with (scenario, seed, purpose).
+reads from (:mod:`.plan`). Everything random here comes from generators seeded with (scenario,
+seed, purpose). The MIG node and the crowded inference node have modules of their own.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from gputui.backends.sim import workloads as wl
-from gputui.backends.sim.hardware import A100_PCIE_80, H100_SXM, MI300X, MIB, RTX_4090, GpuModel
+from gputui.backends.sim.crowded import crowded_node
+from gputui.backends.sim.hardware import A100_PCIE_80, H100_SXM, MI300X, MIB, RTX_4090
+from gputui.backends.sim.mig import mig_node
 from gputui.backends.sim.noise import rng as make_rng
-
-GIB = 1 << 30
+from gputui.backends.sim.plan import (
+    DGX_SOFTWARE,
+    GIB,
+    H100_BUS,
+    MI300_BUS,
+    VLLM_COMMAND,
+    EventPlan,
+    HostPlan,
+    Plan,
+    ProcPlan,
+    core_loads,
+    dgx_host,
+    gpu_plans,
+    kernel_json,
+    new_container_id,
+    training_ranks,
+)
 
 SCENARIOS: dict[str, str] = {
     "dgx-h100": "DGX H100, 8x H100 SXM: 6-rank torchrun training on GPUs 0-5, a vLLM server on "
@@ -29,234 +45,21 @@ SCENARIOS: dict[str, str] = {
     "faulty": "DGX H100 training node with faults: GPU 3 falls off the bus after a few seconds, "
     "GPU 5 thermal slowdown, GPU 2 uncorrected ECC error (row remap pending), GPU 6 PCIe gen3 x8, "
     "GPU 1 NVLink 7 down",
+    "mig": "DGX H100 in MIG mode: GPUs 0-3 split into 7x 1g.10gb, GPUs 4-6 into 2x 3g.40gb, "
+    "GPU 7 whole (MIG off); inference servers of several users, a notebook and a LoRA fine-tune "
+    "in the instances, a training job on GPU 7",
+    "crowded": "8x H100 SXM serving 2,000 inference worker processes of 40 users; a few workers "
+    "restart every minute (a stress test for the process views)",
 }
 """Scenario name -> one-line description."""
-
-
-@dataclass(frozen=True, slots=True)
-class GpuPlan:
-    """One simulated GPU: its model plus the per-board draws and faults."""
-
-    index: int
-    model: GpuModel
-    uuid: str
-    pci_bus_id: str
-    serial: str | None
-    idle_w: float
-    busy_w: float
-    ambient_c: float
-    c_per_w: float
-    energy0_j: float
-    ecc_aggregate_corrected: int = 0
-    pcie_gen: int | None = None  # trained link, when below the model's maximum
-    pcie_width: int | None = None
-    thermal_fault: bool = False
-    ecc_fault: bool = False
-    lost_after_s: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProcPlan:
-    """One simulated GPU process."""
-
-    pid: int
-    gpu: int
-    track: wl.Track
-    gpu_memory_bytes: int
-    user: str
-    name: str
-    command: str
-    cpu_pct: tuple[float, float]  # (when its GPU work is idle, when busy)
-    rss_bytes: int
-    age_s: float = 0.0  # started this long before the simulation began
-    start_s: float | None = None  # or: appears this many seconds into the simulation
-    type: str = "compute"
-    container_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EventPlan:
-    """A scripted driver event: reported once, when the simulation reaches ``at_s``."""
-
-    at_s: float
-    kind: str
-    gpu: int
-    code: int | None = None
-    message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HostPlan:
-    hostname: str
-    memory_total_bytes: int
-    memory_base_used_bytes: int  # used by everything that is not a GPU process
-    swap_total_bytes: int
-    swap_used_bytes: int
-    core_base_pct: tuple[float, ...]  # steady load of each logical CPU
-    boot_age_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    scenario: str
-    seed: int
-    driver_version: str
-    runtime_version: str
-    library_version: str
-    gpus: tuple[GpuPlan, ...]
-    procs: tuple[ProcPlan, ...]
-    host: HostPlan
-    events: tuple[EventPlan, ...] = ()
-
-
-# -- helpers -------------------------------------------------------------------------------------
-
-
-_DGX_SOFTWARE: dict[str, Any] = {
-    "driver_version": "550.54.15",
-    "runtime_version": "12.4",
-    "library_version": "12.550.54.15",
-}
-"""Driver, CUDA and NVML versions of the simulated DGX nodes (dgx-h100 and faulty)."""
-
-
-def _nvidia_uuid(r: random.Random) -> str:
-    h = f"{r.getrandbits(128):032x}"
-    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _amd_uuid(r: random.Random) -> str:
-    h = f"{r.getrandbits(128):032x}"
-    return f"{h[:8]}-0000-1000-80{h[18:20]}-{h[20:]}"
-
-
-def _gpus(
-    seed: int,
-    scenario: str,
-    model: GpuModel,
-    bus_ids: list[str],
-    *,
-    hot: int | None = None,
-    faults: Mapping[int, Mapping[str, Any]] | None = None,
-) -> list[GpuPlan]:
-    r = make_rng(scenario, seed, "gpus")
-    out = []
-    for i, bus in enumerate(bus_ids):
-        amb = model.ambient_c + r.uniform(-0.7, 0.7)
-        cpw = model.c_per_w * r.uniform(0.97, 1.03)
-        if i == hot:  # a board further from the fans: a few degrees hotter under load
-            amb += 2.5
-            cpw *= 1.1
-        nvidia = model.vendor == "nvidia"
-        plan = GpuPlan(
-            index=i,
-            model=model,
-            uuid=_nvidia_uuid(r) if nvidia else _amd_uuid(r),
-            pci_bus_id=bus,
-            serial=f"{r.randrange(10**12, 10**13)}" if nvidia else f"{r.getrandbits(48):012X}",
-            idle_w=r.uniform(*model.idle_w),
-            busy_w=r.uniform(*model.busy_w),
-            ambient_c=amb,
-            c_per_w=cpw,
-            energy0_j=r.uniform(2e8, 9e8),
-            ecc_aggregate_corrected=r.choice((0, 0, 0, 0, 1, 2, 7)) if model.ecc else 0,
-            **(faults or {}).get(i, {}),
-        )
-        out.append(plan)
-    return out
-
-
-def _container_id(r: random.Random) -> str:
-    return f"{r.getrandbits(256):064x}"
-
-
-def _kernel_json(r: random.Random, user: str) -> str:
-    h = f"{r.getrandbits(128):032x}"
-    return (
-        f"/home/{user}/.local/share/jupyter/runtime/"
-        f"kernel-{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}.json"
-    )
-
-
-def _cores(r: random.Random, threads: int, busy: list[float]) -> tuple[float, ...]:
-    """Per-CPU steady load: the given busy loads on random CPUs, the rest nearly idle."""
-    loads = [r.uniform(0.3, 3.0) for _ in range(threads)]
-    for load, cpu in zip(busy, r.sample(range(threads), len(busy)), strict=True):
-        loads[cpu] = min(100.0, load)
-    return tuple(loads)
-
-
-def _training_ranks(
-    r: random.Random,
-    track: wl.Track,
-    gpus: list[int],
-    *,
-    config: str,
-    mem_mib: tuple[int, int],
-    user: str,
-    python: str,
-    container: str | None,
-    age_s: float = 0.0,
-    start_s: float | None = None,
-    rss_gib: tuple[float, float] = (18.0, 30.0),
-) -> list[ProcPlan]:
-    pid = r.randrange(200_000, 3_000_000)  # torchrun's children come up one after another
-    procs = []
-    for rank, gpu in enumerate(gpus):
-        pid += r.randint(1, 3)
-        mem = r.randrange(*mem_mib) + (1200 if rank == 0 else 0)
-        procs.append(
-            ProcPlan(
-                pid=pid,
-                gpu=gpu,
-                track=track,
-                gpu_memory_bytes=mem * MIB,
-                user=user,
-                name="python",
-                command=f"{python} -u train.py --config {config} --local-rank={rank}",
-                cpu_pct=(r.uniform(110, 135), r.uniform(150, 260)),
-                rss_bytes=int(r.uniform(*rss_gib) * GIB),
-                age_s=age_s,
-                start_s=start_s,
-                container_id=container,
-            )
-        )
-    return procs
-
-
-# -- scenarios -----------------------------------------------------------------------------------
-
-_H100_BUS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
-_MI300_BUS = ["05", "26", "46", "65", "85", "a6", "c6", "e5"]
-_VLLM = (
-    "/usr/bin/python3 /usr/local/bin/vllm serve meta-llama/Llama-3.1-8B-Instruct "
-    "--port {port} --gpu-memory-utilization {frac} --max-model-len {ctx} --enable-prefix-caching"
-)
-
-
-def _dgx_host(r: random.Random, hostname: str, ranks: int) -> HostPlan:
-    # 2x Xeon Platinum 8480C: 112 cores, 224 threads; 2 TiB RAM, no swap.
-    busy = []
-    for _ in range(ranks):
-        busy.append(r.uniform(85, 100))  # rank main thread
-        busy += [r.uniform(35, 85) for _ in range(8)]  # data-loader workers
-    return HostPlan(
-        hostname=hostname,
-        memory_total_bytes=2015 * GIB,
-        memory_base_used_bytes=int((30 + ranks * 8 * 2.5) * GIB),
-        swap_total_bytes=0,
-        swap_used_bytes=0,
-        core_base_pct=_cores(r, 224, busy),
-        boot_age_s=r.uniform(3, 40) * 86400,
-    )
 
 
 def _dgx_h100(seed: int) -> Plan:
     s = "dgx-h100"
     r = make_rng(s, seed, "procs")
-    gpus = _gpus(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in _H100_BUS], hot=3)
+    gpus = gpu_plans(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in H100_BUS], hot=3)
     train = wl.training(make_rng(s, seed, "train"), step_s=r.uniform(2.9, 3.5))
-    procs = _training_ranks(
+    procs = training_ranks(
         r,
         train,
         list(range(6)),
@@ -264,7 +67,7 @@ def _dgx_h100(seed: int) -> Plan:
         mem_mib=(70_500, 72_800),
         user="svc-train",
         python="/opt/conda/bin/python",
-        container=_container_id(r),
+        container=new_container_id(r),
         age_s=r.uniform(1.5, 3.0) * 3600,
     )
     procs.append(
@@ -275,11 +78,11 @@ def _dgx_h100(seed: int) -> Plan:
             gpu_memory_bytes=int(0.85 * H100_SXM.memory_total_mib) * MIB,
             user="root",
             name="vllm",
-            command=_VLLM.format(port=8001, frac="0.85", ctx=32768),
+            command=VLLM_COMMAND.format(port=8001, frac="0.85", ctx=32768),
             cpu_pct=(18.0, 105.0),
             rss_bytes=int(7.4 * GIB),
             age_s=r.uniform(2, 6) * 86400,
-            container_id=_container_id(r),
+            container_id=new_container_id(r),
         )
     )
     procs.append(
@@ -292,7 +95,7 @@ def _dgx_h100(seed: int) -> Plan:
             name="python",
             command=(
                 "/home/ana/.conda/envs/dev/bin/python -m ipykernel_launcher -f "
-                + _kernel_json(r, "ana")
+                + kernel_json(r, "ana")
             ),
             cpu_pct=(0.3, 0.3),
             rss_bytes=int(9.2 * GIB),
@@ -302,10 +105,10 @@ def _dgx_h100(seed: int) -> Plan:
     return Plan(
         scenario=s,
         seed=seed,
-        **_DGX_SOFTWARE,
+        **DGX_SOFTWARE,
         gpus=tuple(gpus),
         procs=tuple(procs),
-        host=_dgx_host(r, "dgx-h100-07", 6),
+        host=dgx_host(r, "dgx-h100-07", 6),
     )
 
 
@@ -318,9 +121,9 @@ def _faulty(seed: int, lost_after_s: float) -> Plan:
         5: {"thermal_fault": True},
         6: {"pcie_gen": 3, "pcie_width": 8},
     }
-    gpus = _gpus(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in _H100_BUS], faults=faults)
+    gpus = gpu_plans(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in H100_BUS], faults=faults)
     train = wl.training(make_rng(s, seed, "train"), step_s=r.uniform(2.9, 3.5))
-    procs = _training_ranks(
+    procs = training_ranks(
         r,
         train,
         list(range(8)),
@@ -328,16 +131,16 @@ def _faulty(seed: int, lost_after_s: float) -> Plan:
         mem_mib=(70_500, 72_800),
         user="svc-train",
         python="/opt/conda/bin/python",
-        container=_container_id(r),
+        container=new_container_id(r),
         age_s=r.uniform(4, 9) * 3600,
     )
     return Plan(
         scenario=s,
         seed=seed,
-        **_DGX_SOFTWARE,
+        **DGX_SOFTWARE,
         gpus=tuple(gpus),
         procs=tuple(procs),
-        host=_dgx_host(r, "dgx-h100-13", 8),
+        host=dgx_host(r, "dgx-h100-13", 8),
         events=_faulty_events(lost_after_s),
     )
 
@@ -361,7 +164,7 @@ def _faulty_events(lost_after_s: float) -> tuple[EventPlan, ...]:
 def _a100_pcie(seed: int) -> Plan:
     s = "a100-pcie"
     r = make_rng(s, seed, "procs")
-    gpus = _gpus(seed, s, A100_PCIE_80, ["00000000:17:00.0", "00000000:CA:00.0"])
+    gpus = gpu_plans(seed, s, A100_PCIE_80, ["00000000:17:00.0", "00000000:CA:00.0"])
     procs = [
         ProcPlan(
             pid=r.randrange(20_000, 90_000),
@@ -370,11 +173,11 @@ def _a100_pcie(seed: int) -> Plan:
             gpu_memory_bytes=int(0.9 * A100_PCIE_80.memory_total_mib) * MIB,
             user="root",
             name="vllm",
-            command=_VLLM.format(port=8000, frac="0.90", ctx=16384),
+            command=VLLM_COMMAND.format(port=8000, frac="0.90", ctx=16384),
             cpu_pct=(15.0, 102.0),
             rss_bytes=int(6.8 * GIB),
             age_s=r.uniform(1, 9) * 86400,
-            container_id=_container_id(r),
+            container_id=new_container_id(r),
         ),
         ProcPlan(
             pid=r.randrange(400_000, 900_000),
@@ -383,8 +186,7 @@ def _a100_pcie(seed: int) -> Plan:
             gpu_memory_bytes=r.randrange(20_000, 24_000) * MIB,
             user="mkim",
             name="python",
-            command="/home/mkim/venv/bin/python -m ipykernel_launcher -f "
-            + _kernel_json(r, "mkim"),
+            command="/home/mkim/venv/bin/python -m ipykernel_launcher -f " + kernel_json(r, "mkim"),
             cpu_pct=(0.5, 100.0),
             rss_bytes=int(12.5 * GIB),
             age_s=r.uniform(1, 5) * 3600,
@@ -397,7 +199,7 @@ def _a100_pcie(seed: int) -> Plan:
         memory_base_used_bytes=14 * GIB,
         swap_total_bytes=8 * GIB,
         swap_used_bytes=int(0.2 * GIB),
-        core_base_pct=_cores(r, 64, busy),  # 2x EPYC 7313: 32 cores, 64 threads
+        core_base_pct=core_loads(r, 64, busy),  # 2x EPYC 7313: 32 cores, 64 threads
         boot_age_s=r.uniform(10, 60) * 86400,
     )
     return Plan(
@@ -415,7 +217,7 @@ def _a100_pcie(seed: int) -> Plan:
 def _rtx4090(seed: int) -> Plan:
     s = "rtx4090"
     r = make_rng(s, seed, "procs")
-    gpus = _gpus(seed, s, RTX_4090, ["00000000:01:00.0"])
+    gpus = gpu_plans(seed, s, RTX_4090, ["00000000:01:00.0"])
     xorg = r.randrange(1_500, 3_000)
     procs = [
         ProcPlan(
@@ -478,7 +280,7 @@ def _rtx4090(seed: int) -> Plan:
         memory_base_used_bytes=int(9.5 * GIB),
         swap_total_bytes=8 * GIB,
         swap_used_bytes=int(1.3 * GIB),
-        core_base_pct=_cores(r, 32, busy),  # Ryzen 9 7950X: 16 cores, 32 threads
+        core_base_pct=core_loads(r, 32, busy),  # Ryzen 9 7950X: 16 cores, 32 threads
         boot_age_s=r.uniform(1, 6) * 86400,
     )
     return Plan(
@@ -499,14 +301,14 @@ MI300X_JOB_START_S = 15.0
 def _mi300x(seed: int) -> Plan:
     s = "mi300x"
     r = make_rng(s, seed, "procs")
-    gpus = _gpus(seed, s, MI300X, [f"0000:{b}:00.0" for b in _MI300_BUS], hot=5)
+    gpus = gpu_plans(seed, s, MI300X, [f"0000:{b}:00.0" for b in MI300_BUS], hot=5)
     train = wl.training(
         make_rng(s, seed, "train"),
         step_s=r.uniform(5.0, 6.0),
         nvl_peak=(180e9, 300e9),
         nvl_base=(5e9, 18e9),
     )
-    procs = _training_ranks(
+    procs = training_ranks(
         r,
         train,
         list(range(8)),
@@ -528,7 +330,7 @@ def _mi300x(seed: int) -> Plan:
         memory_base_used_bytes=70 * GIB,
         swap_total_bytes=0,
         swap_used_bytes=0,
-        core_base_pct=_cores(r, 384, busy),  # 2x EPYC 9654: 192 cores, 384 threads
+        core_base_pct=core_loads(r, 384, busy),  # 2x EPYC 9654: 192 cores, 384 threads
         boot_age_s=r.uniform(3, 30) * 86400,
     )
     return Plan(
@@ -548,6 +350,8 @@ _BUILDERS: dict[str, Callable[[int], Plan]] = {
     "a100-pcie": _a100_pcie,
     "rtx4090": _rtx4090,
     "mi300x": _mi300x,
+    "mig": mig_node,
+    "crowded": crowded_node,
 }
 
 

@@ -2,11 +2,11 @@
 
 ``build_topology(plan)`` gives the :class:`Topology` that ``NodeInfo.topology`` carries:
 
-- ``dgx-h100`` and ``faulty``: a DGX H100. Every GPU has 18 NVLink4 links to the four NVSwitch
-  chips (5 + 4 + 4 + 5 links), so ``topo -m`` shows NV18 between every pair. Each GPU sits behind
-  its own PCIe switch: GPUs 0-3 hang off CPU socket 0 (NUMA 0), 4-7 off socket 1 (NUMA 1), so a
-  pair is ``NODE`` within a socket and ``SYS`` across. P2P read/write works for every pair (over
-  NVLink). In ``faulty``, NVLink 7 of GPU 1 is down.
+- ``dgx-h100``, ``faulty``, ``mig`` and ``crowded``: a DGX H100. Every GPU has 18 NVLink4 links
+  to the four NVSwitch chips (5 + 4 + 4 + 5 links), so ``topo -m`` shows NV18 between every pair.
+  Each GPU sits behind its own PCIe switch: GPUs 0-3 hang off CPU socket 0 (NUMA 0), 4-7 off
+  socket 1 (NUMA 1), so a pair is ``NODE`` within a socket and ``SYS`` across. P2P read/write
+  works for every pair (over NVLink). In ``faulty``, NVLink 7 of GPU 1 is down.
 - ``a100-pcie``: two PCIe A100s without NVLink, one per CPU socket: the one pair is ``SYS`` and
   P2P is not supported across the sockets (what NVML reports on such hosts).
 - ``rtx4090``: one GPU, so no pairs and no links; one locality entry.
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.backends.sim.noise import key, smooth8
-from gputui.backends.sim.scenarios import Plan
+from gputui.backends.sim.plan import Plan
 from gputui.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
 
 NVLINK4_SPEED_GBPS = 212.5
@@ -77,7 +77,7 @@ def build_topology(plan: Plan) -> Topology:
     s = plan.scenario
     bus = [g.pci_bus_id for g in plan.gpus]
     n = len(bus)
-    if s in ("dgx-h100", "faulty"):
+    if s in ("dgx-h100", "faulty", "mig", "crowded"):
         numa = [0 if i < 4 else 1 for i in range(n)]
         paths = tuple(
             GpuPath(

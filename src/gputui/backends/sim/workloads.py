@@ -308,3 +308,32 @@ def video_encode(rng: random.Random) -> Track:
             for _ in range(N)
         ]
     )
+
+
+def scaled(track: Track, fraction: float) -> Track:
+    """``track`` as its whole GPU sees it when it runs in ``fraction`` of it (a MIG instance):
+    every metric scaled down, so instances' activities add up to the GPU's."""
+    return Track([tuple(v * fraction for v in r) for r in track.rows])
+
+
+def worker_pool(rng: random.Random) -> Track:
+    """Hundreds of small inference workers sharing one GPU: never idle, the load drifting between
+    half and nearly full as traffic comes and goes, with short prefill spikes."""
+    b = _Builder(rng)
+    u = rng.uniform
+    while not b.full:
+        level = u(0.35, 0.95)
+
+        def busy(k: int, level: float = level) -> Row:
+            if rng.random() < 0.05:
+                return row(util=100.0, act=u(0.8, 0.95), memu=u(35, 50), prx=u(2e7, 9e7))
+            return row(
+                util=min(100.0, 45.0 + 55.0 * level + u(-5.0, 5.0)),
+                act=0.25 + 0.5 * level + u(-0.04, 0.04),
+                memu=min(100.0, 25.0 + 55.0 * level + u(-5.0, 5.0)),
+                prx=u(5e6, 4e7),
+                ptx=u(2e6, 2e7),
+            )
+
+        b.add(u(4.0, 20.0), busy)
+    return b.track()
