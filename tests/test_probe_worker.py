@@ -272,3 +272,235 @@ def test_encode_rejects_invalid_messages() -> None:
         protocol.encode({"type": "done"})  # type: ignore[arg-type]  # dicts are not messages
     with pytest.raises(TypeError):
         protocol.encode(42)  # type: ignore[arg-type]
+
+
+# --- the GPU path, with torch's device properties faked --------------------------------------
+
+import types  # noqa: E402
+
+from gputui.probe import kernels, matmul  # noqa: E402
+
+
+class _Uuid:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _props(uuid: str = "6c9b1f2e-0000-1111-2222-333344445555", bus: int = 0x1B, **kw: Any):
+    values = {"name": "NVIDIA H100 80GB HBM3", "uuid": _Uuid(uuid), "pci_domain_id": 0,
+              "pci_bus_id": bus, "pci_device_id": 0, "multi_processor_count": 132}  # fmt: skip
+    values.update(kw)
+    return types.SimpleNamespace(**values)
+
+
+def test_hello_names_the_device_it_opened() -> None:
+    assert kernels.device_identity(_props()) == (
+        "6c9b1f2e-0000-1111-2222-333344445555",
+        "0000:1b:00.0",
+    )
+    # Older torch: no PCI fields; a runtime without a UUID prints zeros.
+    bare = types.SimpleNamespace(uuid=_Uuid("00000000-0000-0000-0000-000000000000"))
+    assert kernels.device_identity(bare) == (None, None)
+    assert kernels.device_identity(_props(pci_device_id=0x2330))[1] is None  # not a slot
+    hello = protocol.Hello("2", "x", "cuda", "n", 0, 1, 1, [], "6c9b", "0000:1b:00.0")
+    assert protocol.decode(protocol.encode(hello)) == hello
+    old = json.loads(protocol.encode(hello))
+    del old["uuid"], old["pci_bus_id"]  # a version-1 hello still reads
+    assert protocol.parse_object(old).uuid is None
+
+
+def _fake_torch(props: list[Any], access: dict[tuple[int, int], bool] | None = None):
+    cuda = types.SimpleNamespace(
+        device_count=lambda: len(props),
+        get_device_properties=lambda i: props[i if isinstance(i, int) else 0],
+        can_device_access_peer=lambda a, b: (access or {}).get((a, b), True),
+    )
+    return types.SimpleNamespace(cuda=cuda)
+
+
+def test_worker_opens_the_gpu_at_its_pci_address() -> None:
+    fake = _fake_torch([_props(bus=0x1B), _props(bus=0x29), _props(bus=0x3A)])
+    assert worker.find_device(fake, "00000000:29:00.0") == (1, True)  # type: ignore[arg-type]
+    assert worker.find_device(fake, "0000:99:00.0") == (None, True)  # type: ignore[arg-type]
+    no_pci = _fake_torch([types.SimpleNamespace(uuid=None)])
+    assert worker.find_device(no_pci, "0000:29:00.0") == (None, False)  # type: ignore[arg-type]
+
+
+def _ctx(kind: str = "cuda", **kw: Any) -> kernels.Context:
+    values: dict[str, Any] = {
+        "torch": torch, "device": torch.device("cpu"), "device_index": 0, "kind": kind,
+        "seconds": 0.05, "size_scale": 1.0, "long": False, "emit": lambda m: None,
+        "cancel": __import__("threading").Event(), "free": 80 << 30, "total": 80 << 30,
+        "l2": 50 << 20,
+    }  # fmt: skip
+    values.update(kw)
+    return kernels.Context(**values)
+
+
+def test_matmul_shapes_fill_whole_waves_and_stay_256_aligned() -> None:
+    assert matmul.wave_shape(8192, 132) == (8192, 8448)  # 32 x 66 tiles = 16 waves of 132 SMs
+    m, n = matmul.wave_shape(8192, 304)  # MI300X: 7 full waves instead of 6.7
+    assert (m // 256) * (n // 128) % 304 == 0
+    ctx = _ctx(units=132)
+    shapes = matmul.matmul_shapes(ctx, 2, 1.0)
+    assert shapes == [(8192, 8192, 8192), (8192, 8448, 8192), (8192, 8448, 16384)]
+    for scale in (1.0, 0.5, 0.25, 0.125):  # out-of-memory halving keeps every size aligned
+        for shape in matmul.matmul_shapes(ctx, 2, scale):
+            assert all(x % 256 == 0 for x in shape)
+        assert worker.retry_size(ctx, "matmul_bf16", scale)[0] % 256 == 0
+    tight = _ctx(units=132, free=2 << 30)  # the deep-K shape would not fit: left out
+    assert all(
+        (m * k + n * k + m * n) * 2 <= (2 << 30) * kernels.FREE_FRACTION
+        for m, n, k in matmul.matmul_shapes(tight, 2, 1.0)
+    )
+
+
+def test_matmul_result_is_the_best_shape_and_says_so() -> None:
+    ctx = _ctx(kind="cpu", device_index=None, size_scale=0.001, seconds=0.05)
+    res = matmul.matmul(ctx, "matmul_bf16", 1.0)
+    shapes = res.details["shapes"]
+    assert len(shapes) == 2 and res.value == max(s["tflops"] for s in shapes)
+    assert "best of 2 shapes" in res.method and "median of" in res.method
+    assert res.details["statistic"] == "best shape's median of batches"
+
+
+def test_fp8_data_has_no_nan_in_either_format() -> None:
+    torch.manual_seed(0)
+    for dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
+        x = matmul.fp8_operand(torch, (512, 512), dtype, "cpu")
+        assert not x.to(torch.float32).isnan().any()
+    # What the probe did before: randn x 64 overflows E4M3FNUZ (max 240) into NaN.
+    old = (torch.randn(512, 512) * 64).to(torch.float8_e4m3fnuz).to(torch.float32)
+    assert old.isnan().any()
+
+
+def test_tf32_on_rocm_needs_hipblaslt_allow() -> None:
+    why = matmul.tf32_problem("rocm", {})
+    assert why is not None and "HIPBLASLT_ALLOW_TF32=1" in why
+    assert matmul.tf32_problem("rocm", {"HIPBLASLT_ALLOW_TF32": "1"}) is None
+    assert matmul.tf32_problem("cuda", {}) is None
+
+
+def test_precision_uses_the_new_api_and_puts_everything_back() -> None:
+    """torch 2.9+ raises when the old TF32 flags are read after the new ``fp32_precision`` was
+    set: the worker uses the new API only, and restores a caller who used it."""
+    m = torch.backends.cuda.matmul
+    assert hasattr(m, "fp32_precision")
+    try:
+        m.fp32_precision = "tf32"
+        torch.backends.cudnn.fp32_precision = "ieee"
+        p = matmul.Precision(torch)
+        assert p.new_api
+        p.set_tf32(False)
+        assert not p.tf32() and p.describe().endswith('"ieee"')
+        p.set_tf32(True)
+        assert p.tf32()
+        p.restore()
+        assert (m.fp32_precision, torch.backends.cudnn.fp32_precision) == ("tf32", "ieee")
+        msgs: list[ProbeMessage] = []
+        assert worker.run_probe(
+            device="cpu", tests=["matmul_fp32"], size_scale=0.001, seconds_per_test=0.02,
+            emit=msgs.append,
+        ) == 0  # fmt: skip
+        assert (m.fp32_precision, torch.backends.cudnn.fp32_precision) == ("tf32", "ieee")
+        assert 'fp32_precision = "ieee"' in by_type(msgs, "result", "matmul_fp32")[0].method
+    finally:
+        m.fp32_precision = "none"
+        torch.backends.cudnn.fp32_precision = "none"
+
+
+def test_long_tests_are_not_cut_short() -> None:
+    """A fast operation used to stop after 1000 batches (``--long`` ended after ~20 s): now a
+    test runs its whole duration, merging batch times to keep memory bounded."""
+    ctx = _ctx(kind="cpu", device_index=None)
+    start = time.perf_counter()
+    times, ops = kernels.bench(ctx, "memory_copy", lambda: None, 0.3)  # 1000 batches: ~5 ms
+    assert time.perf_counter() - start >= 0.3
+    assert len(times) <= kernels.MAX_BATCHES and ops > 1000 * 50
+
+
+def test_a_failed_warm_up_is_skipped_not_fatal(monkeypatch) -> None:
+    msgs: list[ProbeMessage] = []
+    ctx = _ctx(kind="cpu", device_index=None, size_scale=0.001, emit=msgs.append,
+               inject={protocol.WARMUP: 9})  # fmt: skip
+    assert worker.warm_up(ctx) is False
+    (skip,) = by_type(msgs, "skipped")
+    assert skip.test == protocol.WARMUP and "out of memory after 3 retries" in skip.reason
+    protocol.encode(skip)
+
+    def broken(ctx: Any, scale: float) -> None:
+        raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(worker, "_warmup", broken)
+    msgs.clear()
+    assert worker.warm_up(_ctx(kind="cpu", device_index=None, emit=msgs.append)) is False
+    assert "CUBLAS_STATUS_NOT_SUPPORTED" in by_type(msgs, "skipped")[0].reason
+
+
+def test_blas_allocation_failures_are_out_of_memory() -> None:
+    for text in (
+        "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        "HIPBLAS_STATUS_ALLOC_FAILED",
+        "rocblas_status_memory_error",
+    ):
+        assert kernels.is_oom(RuntimeError(text))
+    assert not kernels.is_oom(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
+
+
+def test_worker_binds_to_the_gpus_local_cpus(tmp_path, monkeypatch) -> None:
+    dev = tmp_path / "0000:1b:00.0"
+    dev.mkdir()
+    (dev / "local_cpulist").write_text("0-3,8\n")
+    bound: list[set[int]] = []
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: bound.append(set(cpus)))
+    text = worker.bind_near("00000000:1B:00.0", tmp_path)
+    assert text == "process bound to the GPU's local CPUs 0-3,8" and bound == [{0, 1, 2, 3, 8}]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {12, 13})  # a cgroup elsewhere
+    assert "unchanged" in worker.bind_near("0000:1b:00.0", tmp_path) and len(bound) == 1
+    assert "not known" in worker.bind_near("0000:2b:00.0", tmp_path)
+    assert worker.parse_cpu_list("0-2, 7,x,10-11") == {0, 1, 2, 7, 10, 11}
+
+
+class _FakeTensor:
+    def copy_(self, other: Any, non_blocking: bool = False) -> None:
+        pass
+
+
+class _Event:
+    def __init__(self, enable_timing: bool = False) -> None:
+        pass
+
+    def record(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, other: Any) -> float:
+        return 2.0  # ms
+
+
+def test_p2p_result_names_its_destination_and_peer_access() -> None:
+    props = [_props(bus=0x1B), _props("aaaa-peer", bus=0x29), _props("bbbb-other", bus=0x3A)]
+    fake = _fake_torch(props, access={(0, 2): False})
+    fake.cuda.Event = _Event
+    fake.cuda.synchronize = lambda *a: None
+    fake.cuda.empty_cache = lambda: None
+    fake.empty = lambda *a, **kw: _FakeTensor()
+    fake.device = lambda *a: a
+    fake.uint8 = "uint8"
+    ctx = _ctx(torch=fake, seconds=0.01)
+    assert kernels.p2p_peers(ctx) == [(1, True), (2, False)]
+    only = _ctx(torch=fake, peers=frozenset({(0, 0x29, 0)}))  # the runner's --p2p-peers
+    assert kernels.p2p_peers(only) == [(1, True)]
+    res = kernels.p2p_to(2, False)(ctx, "p2p", 1.0)
+    assert (
+        res.details["dst_uuid"] == "bbbb-other" and res.details["dst_pci_bus_id"] == "0000:3a:00.0"
+    )
+    assert res.details["peer_access"] is False and "NO peer access" in res.method
+    assert "median of" in res.method and "CUDA events" in res.method
+    protocol.encode(res)

@@ -99,7 +99,7 @@ def run(
             )
             return EXIT_CANNOT
         report = probe_node(
-            node=node,
+            node=snapshot.node,  # the wiring is filled in at the first reading
             snapshot=snapshot,
             gpus=indices,
             tests=tests,
@@ -110,10 +110,10 @@ def run(
             on_event=on_event,
         )
         report.notes = list(selection.notes) + report.notes
-    return _report(report, as_json)
+    return _report(report, as_json, shown=selection.notes)
 
 
-def _report(report: ProbeReport, as_json: bool) -> int:
+def _report(report: ProbeReport, as_json: bool, shown: Sequence[str] = ()) -> int:
     """The report on stdout (a table and summary, or JSON); refusals and errors on stderr."""
     from gputui.probe.report import CPU_RUN, render_table
 
@@ -122,6 +122,9 @@ def _report(report: ProbeReport, as_json: bool) -> int:
         return report.exit_code
     for line in report.refused + report.errors:
         error(f"gputui probe: {line}")
+    for line in report.notes:
+        if line not in shown:
+            error(f"gputui probe: note: {line}")
     if report.judged:
         title = [CPU_RUN + "."] if report.mode == "cpu" else []
         emit("\n".join([*title, render_table(report.judged), "", *report.summary()]))

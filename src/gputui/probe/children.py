@@ -50,14 +50,27 @@ def gputui_pythonpath() -> str:
     return str(Path(gputui.__file__).resolve().parent.parent)
 
 
-def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: gputui importable, CUDA devices in PCI bus order, all visible."""
+def child_env(
+    base: Mapping[str, str] | None = None, visible: Mapping[str, str | None] | None = None
+) -> dict[str, str]:
+    """The worker's environment: gputui importable, CUDA devices in PCI bus order, TF32 allowed
+    for hipBLASLt (``HIPBLASLT_ALLOW_TF32=1`` unless the caller set it: without it torch on ROCm
+    runs "TF32" matmuls as FP32).
+
+    ``visible``: the device visibility variables to set (a value) or remove (None), from
+    :func:`gputui.probe.devices.plan_devices`; without it every GPU is visible
+    (``CUDA_VISIBLE_DEVICES`` removed)."""
     env = dict(os.environ if base is None else base)
     path = gputui_pythonpath()
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = path if not old else path + os.pathsep + old
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env.pop("CUDA_VISIBLE_DEVICES", None)
+    for name, value in (visible if visible is not None else {"CUDA_VISIBLE_DEVICES": None}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    env.setdefault("HIPBLASLT_ALLOW_TF32", "1")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -70,6 +83,8 @@ class WorkerProcess:
         self.proc = proc
         self.done = False
         """It sent ``done``: whatever status it exits with, it finished."""
+        self.rejected = False
+        """Its hello named another GPU than its target: everything it sends is dropped."""
         self.bad_lines = 0
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self._stdout_reader: threading.Thread | None = None

@@ -1,5 +1,6 @@
-"""The timed tests the probe worker runs: memory copy / triad, host <-> device, GPU <-> GPU and
-matmul per dtype, each returning a :class:`~gputui.probe.protocol.Result`.
+"""The timed tests the probe worker runs: memory copy / triad, host <-> device and GPU <-> GPU
+(matmul is in :mod:`gputui.probe.matmul`), each returning a :class:`~gputui.probe.protocol.
+Result`, and what they share: the device :class:`Context`, the timing loop :func:`bench`.
 
 Runs in the worker child only. torch arrives as the module in :class:`Context` (the worker imports
 it), so importing this module does not load torch.
@@ -15,14 +16,31 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gputui.probe import protocol
 from gputui.probe.protocol import ProbeMessage
+
+if TYPE_CHECKING:
+    from gputui.probe.matmul import Precision
 
 GIB = 1 << 30
 MIB = 1 << 20
 FREE_FRACTION = 0.25  # never take more than this share of free memory for one test
 INJECT_ENV = "GPUTUI_PROBE_INJECT_OOM"
+ALIGN = 256  # matrix dimensions stay multiples of this, halved or not
+BATCH_SECONDS = 0.02  # a timed batch lasts about this long
+MAX_BATCHES = 2000
+"""The most batch times one test keeps: past it, neighbours are merged and batches doubled, so a
+test runs its whole duration (``--long``: 60 s) in bounded memory."""
+OOM_TEXTS = (
+    "out of memory",
+    "cublas_status_alloc_failed",
+    "hipblas_status_alloc_failed",
+    "rocblas_status_memory_error",
+    "hipblaslt_status_alloc_failed",
+)
+"""Exception texts that mean the device ran out of memory (BLAS handles fail to allocate)."""
 
 Emit = Callable[[ProbeMessage], None]
 
@@ -60,7 +78,8 @@ def is_oom(exc: BaseException) -> bool:
             return True
     except ImportError:  # pragma: no cover
         pass
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(t in text for t in OOM_TEXTS)
 
 
 def fmt_bytes(n: float) -> str:
@@ -88,6 +107,14 @@ class Context:
     l2: int
     inject: dict[str, int] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
+    units: int | None = None  # SMs (NVIDIA) or CUs (AMD); None on the CPU
+    precision: Precision | None = None  # float32 matmul precision (matmul tests set it)
+    affinity: str = ""  # where the process runs, in words (host copies say it)
+    peers: frozenset[tuple[int, int, int]] | None = None  # P2P only to these PCI devices
+
+    @property
+    def unit_name(self) -> str:
+        return "CUs" if self.kind == "rocm" else "SMs"
 
     @property
     def gpu(self) -> bool:
@@ -125,24 +152,35 @@ class Context:
         return max(4096, nbytes - nbytes % 4096)
 
     def matmul_n(self, elem_bytes: int, scale: float) -> int:
+        """The square shape's side: 8192 (1024 on the CPU) scaled, a multiple of 256."""
         base = 8192 if self.gpu else 1024
         # Memory scales with n^2; --size-scale and the OOM halving act on memory.
         n = base * math.sqrt(max(self.size_scale * scale, 1e-12))
         cap = math.sqrt(self.free * FREE_FRACTION / (3 * max(elem_bytes, 2)))
         n = int(min(n, cap))
-        return max(32, n - n % 32)
+        return max(ALIGN, n - n % ALIGN)
 
 
 def bench(
-    ctx: Context, test: str, op: Callable[[], None], seconds: float
+    ctx: Context,
+    test: str,
+    op: Callable[[], None],
+    seconds: float,
+    span: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[list[float], int]:
     """Warm up, then time batches of back-to-back ``op`` calls for about ``seconds``.
 
     Returns the per-op seconds of each batch and the number of timed operations. GPU batches are
     bracketed by CUDA events (HIP events on ROCm); CPU batches by perf_counter around sync.
+    ``span``: (start, width) of the test's progress this call covers (a test of several parts).
     """
     torch = ctx.torch
-    ctx.progress(test, 0.0, "warming up")
+    start_at, width = span
+
+    def progress(fraction: float, text: str) -> None:
+        ctx.progress(test, start_at + width * min(1.0, max(0.0, fraction)), text)
+
+    progress(0.0, "warming up")
     # Warm-up: first call (allocation, library heuristics), then ~15% of the budget (>= 2 ops).
     op()
     ctx.sync()
@@ -155,7 +193,7 @@ def bench(
         ctx.sync()
         warm_ops += 1
     one = max((time.perf_counter() - t0) / warm_ops, 1e-7)
-    batch = int(min(50, max(1, 0.02 / one)))
+    batch = int(min(50, max(1, BATCH_SECONDS / one)))
     times: list[float] = []
     ops = 0
     start = time.perf_counter()
@@ -182,11 +220,48 @@ def bench(
         now = time.perf_counter()
         if now - last_report >= 0.1:  # at most ~10 progress lines a second
             last_report = now
-            ctx.progress(test, (now - start) / seconds if seconds > 0 else 1.0, f"{ops} ops timed")
-        if (now >= deadline and len(times) >= 3) or len(times) >= 1000:
+            progress((now - start) / seconds if seconds > 0 else 1.0, f"{ops} ops timed")
+        if now >= deadline and len(times) >= 3:
             break
-    ctx.progress(test, 1.0, f"{ops} ops timed")
+        if len(times) >= MAX_BATCHES:  # keep memory bounded, not the duration
+            times = [(a + b) / 2 for a, b in zip(times[::2], times[1::2], strict=False)]
+            batch *= 2
+    progress(1.0, f"{ops} ops timed")
     return times, ops
+
+
+def timing_words(ctx: Context, times: list[float], ops: int) -> str:
+    """How a test's value was timed and reduced, in words (goes into every method text)."""
+    batches = max(len(times), 1)
+    per_batch = max(1, round(ops / batches))
+    clock = "perf_counter around a sync"
+    if ctx.gpu:
+        clock = "HIP events" if ctx.kind == "rocm" else "CUDA events"
+    return (
+        f"median of {batches} batches of {per_batch} back-to-back ops timed with {clock}, "
+        "after a warm-up"
+    )
+
+
+def device_identity(props: object) -> tuple[str | None, str | None]:
+    """(UUID, PCI bus id) of a device from torch's device properties, None where torch does not
+    report one (older releases have no PCI fields; the UUID reads as all zeros where the runtime
+    gives none). The UUID is printed the runtime's way, without NVML's ``GPU-`` prefix."""
+    from gputui.pci import parse_pci_bus_id
+
+    raw = getattr(props, "uuid", None)
+    uuid = str(raw).strip() if raw is not None else ""
+    if not uuid.replace("0", "").replace("-", ""):
+        uuid = ""
+    parts = [
+        getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")
+    ]
+    pci = None
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in parts):
+        domain, bus, dev = (int(x) for x in parts if isinstance(x, int))
+        address = parse_pci_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}.0")
+        pci = address.canonical() if address is not None else None
+    return uuid or None, pci
 
 
 # --- the tests; each gets a scale factor (halved on OOM) and returns a Result -----------------
@@ -221,6 +296,7 @@ def memory(ctx: Context, test: str, scale: float) -> protocol.Result:
     times, ops = bench(ctx, test, op, ctx.seconds)
     moved = nbufs * nbytes
     med, best = statistics.median(times), min(times)
+    method += f" ({fmt_bytes(moved)} per op, decimal GB/s); {timing_words(ctx, times, ops)}"
     return protocol.Result(
         test=test,
         value=moved / med / 1e9,
@@ -267,39 +343,56 @@ def host(ctx: Context, test: str, scale: float) -> protocol.Result:
         test=test,
         value=nbytes / med / 1e9,
         unit="GB/s",
-        method=f"{method}, {fmt_bytes(nbytes)} per copy, bytes counted once",
-        details={"bytes": nbytes, "best": nbytes / best / 1e9, "pinned": True},
+        method=f"{method}, {fmt_bytes(nbytes)} per copy, bytes counted once, "
+        f"{ctx.affinity or 'CPU affinity unchanged'}; {timing_words(ctx, times, ops)}",
+        details={
+            "bytes": nbytes,
+            "best": nbytes / best / 1e9,
+            "pinned": True,
+            "affinity": ctx.affinity,
+        },
         iterations=ops,
         seconds=time.perf_counter() - t0,
     )
 
 
-def p2p_peers(ctx: Context) -> list[int]:
-    """The CUDA indices this GPU can copy to directly (peer access)."""
+def p2p_peers(ctx: Context) -> list[tuple[int, bool]]:
+    """Every other GPU this worker may copy to, with whether the runtime grants peer access.
+
+    The runner makes only the probed GPUs visible; where it cannot (no runtime UUIDs), it names
+    their PCI addresses and the others are left out here. A pair without peer access is still
+    timed and says so: torch then copies through host memory."""
     torch = ctx.torch
     if not ctx.gpu:
         raise SkipTest("GPU-to-GPU copies need GPUs (device is the CPU)")
     me = ctx.device_index or 0
-    peers = [
-        j
-        for j in range(torch.cuda.device_count())
-        if j != me and torch.cuda.can_device_access_peer(me, j)
-    ]
+    peers: list[tuple[int, bool]] = []
+    for j in range(torch.cuda.device_count()):
+        if j == me:
+            continue
+        if ctx.peers is not None:
+            from gputui.pci import pci_device_key
+
+            _, pci = device_identity(torch.cuda.get_device_properties(j))
+            key = pci_device_key(pci)
+            if key is not None and key not in ctx.peers:
+                continue
+        peers.append((j, bool(torch.cuda.can_device_access_peer(me, j))))
     if not peers:
-        raise SkipTest("no peer GPU with peer access")
+        raise SkipTest("no other probed GPU visible: GPU-to-GPU copies need two")
     return peers
 
 
-def p2p_to(peer: int) -> TestFn:
-    """The GPU -> GPU copy test towards ``peer``."""
+def p2p_to(peer: int, access: bool = True) -> TestFn:
+    """The GPU -> GPU copy test towards ``peer`` (``access``: the runtime grants peer access)."""
 
     def run(ctx: Context, test: str, scale: float) -> protocol.Result:
-        return _p2p(ctx, test, scale, peer)
+        return _p2p(ctx, test, scale, peer, access)
 
     return run
 
 
-def _p2p(ctx: Context, test: str, scale: float, peer: int) -> protocol.Result:
+def _p2p(ctx: Context, test: str, scale: float, peer: int, access: bool) -> protocol.Result:
     torch = ctx.torch
     nbytes = ctx.buffer_bytes(2, scale)
     ctx.maybe_inject(test)
@@ -315,116 +408,29 @@ def _p2p(ctx: Context, test: str, scale: float, peer: int) -> protocol.Result:
     finally:
         torch.cuda.synchronize(peer)
     med, best = statistics.median(times), min(times)
+    props = torch.cuda.get_device_properties(peer)
+    dst_uuid, dst_pci = device_identity(props)
+    peer_name = dst_pci or getattr(props, "name", "?")
+    how = (
+        "peer access granted by the runtime"
+        if access
+        else "NO peer access: torch copies through host memory"
+    )
     return protocol.Result(
         test=test,
         value=nbytes / med / 1e9,
         unit="GB/s",
-        method=f"dst.copy_(src) from cuda:{ctx.device_index} to cuda:{peer}, "
-        f"{fmt_bytes(nbytes)}, unidirectional, bytes counted once",
+        method=f"dst.copy_(src) from cuda:{ctx.device_index} to cuda:{peer} ({peer_name}), "
+        f"{how}, {fmt_bytes(nbytes)}, one direction, bytes counted once; "
+        f"{timing_words(ctx, times, ops)}",
         details={
             "src": ctx.device_index,
             "dst": peer,
+            "dst_uuid": dst_uuid,
+            "dst_pci_bus_id": dst_pci,
+            "peer_access": access,
             "bytes": nbytes,
             "best": nbytes / best / 1e9,
-        },
-        iterations=ops,
-        seconds=time.perf_counter() - t0,
-    )
-
-
-def _fp8_dtype(ctx: Context) -> object:
-    torch = ctx.torch
-    if not ctx.gpu:
-        raise SkipTest("FP8 matmul needs a GPU (device is the CPU)")
-    if not hasattr(torch, "_scaled_mm"):
-        raise SkipTest(f"torch {torch.__version__} has no torch._scaled_mm")
-    props = torch.cuda.get_device_properties(ctx.device)
-    if ctx.kind == "rocm":
-        arch = getattr(props, "gcnArchName", "") or ""
-        if "gfx942" in arch:
-            return torch.float8_e4m3fnuz
-        if "gfx950" in arch or "gfx12" in arch:
-            return torch.float8_e4m3fn
-        raise SkipTest(f"FP8 needs gfx942 or newer (this GPU is {arch or 'unknown'})")
-    if (props.major, props.minor) < (8, 9):
-        raise SkipTest(
-            f"FP8 needs compute capability ≥ 8.9 (this GPU is {props.major}.{props.minor})"
-        )
-    return torch.float8_e4m3fn
-
-
-MATMUL_DTYPES: dict[str, tuple[str, int, str]] = {
-    "matmul_fp32": ("float32", 4, "FP32, TF32 off"),
-    "matmul_tf32": ("float32", 4, "TF32 (float32 inputs, tensor cores)"),
-    "matmul_fp16": ("float16", 2, "FP16"),
-    "matmul_bf16": ("bfloat16", 2, "BF16"),
-    "matmul_fp8": ("fp8", 1, "FP8 E4M3 via torch._scaled_mm, BF16 output"),
-}
-"""Test id -> (torch dtype name, bytes per element, label)."""
-
-
-def matmul(ctx: Context, test: str, scale: float) -> protocol.Result:
-    torch = ctx.torch
-    dtype_name, elem, label = MATMUL_DTYPES[test]
-    fp8 = None
-    if test == "matmul_tf32" and not ctx.gpu:
-        raise SkipTest("TF32 is a GPU tensor-core mode; the CPU has no TF32")
-    if test == "matmul_fp8":
-        fp8 = _fp8_dtype(ctx)
-    n = ctx.matmul_n(elem, scale)
-    ctx.maybe_inject(test)
-    if test == "matmul_fp32":
-        torch.set_float32_matmul_precision("highest")
-        torch.backends.cuda.matmul.allow_tf32 = False
-    elif test == "matmul_tf32":
-        torch.set_float32_matmul_precision("high")
-        torch.backends.cuda.matmul.allow_tf32 = True
-    t0 = time.perf_counter()
-    m = k = n
-    if fp8 is not None:
-        # Random data scaled into the E4M3 range (max 448); b column-major as _scaled_mm needs.
-        a = (torch.randn(m, k, device=ctx.device) * 64).to(fp8)
-        b = (torch.randn(n, k, device=ctx.device) * 64).to(fp8).t()
-        one = torch.ones((), dtype=torch.float32, device=ctx.device)
-        try:
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-        except Exception as exc:  # any failure here means "unsupported"
-            if is_oom(exc):
-                raise
-            raise SkipTest(f"torch._scaled_mm unsupported here: {exc}") from exc
-
-        def op() -> None:
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-
-    else:
-        dt = getattr(torch, dtype_name)
-        a = torch.randn(m, k, dtype=dt, device=ctx.device)
-        b = torch.randn(n, k, dtype=dt, device=ctx.device).t()
-        c = torch.empty(m, n, dtype=dt, device=ctx.device)
-
-        def op() -> None:
-            torch.mm(a, b, out=c)
-
-    seconds = ctx.seconds
-    if ctx.long and test == "matmul_bf16":
-        seconds = max(seconds, 60.0)
-    times, ops = bench(ctx, test, op, seconds)
-    flops = 2.0 * m * n * k
-    med, best = statistics.median(times), min(times)
-    return protocol.Result(
-        test=test,
-        value=flops / med / 1e12,
-        unit="TFLOPS",
-        method=f"torch.mm {label}, {m}×{n}×{k}, randn data, FLOPs = 2·M·N·K, "
-        f"{'CUDA-event' if ctx.gpu else 'perf_counter'} timing after warm-up",
-        details={
-            "m": m,
-            "n": n,
-            "k": k,
-            "dtype": str(fp8).replace("torch.", "") if fp8 is not None else dtype_name,
-            "best": flops / best / 1e12,
-            "statistic": "median of batches",
-            "operand_bytes": (m * k + n * k) * elem,
         },
         iterations=ops,
         seconds=time.perf_counter() - t0,
@@ -436,23 +442,15 @@ TESTS: dict[str, TestFn] = {
     "memory_triad": memory,
     "h2d": host,
     "d2h": host,
-    "matmul_fp32": matmul,
-    "matmul_tf32": matmul,
-    "matmul_fp16": matmul,
-    "matmul_bf16": matmul,
-    "matmul_fp8": matmul,
 }
-"""Every test but ``p2p``, which runs once per peer (:func:`p2p_peers`, :func:`p2p_to`)."""
+"""The tests of this module but ``p2p``, which runs once per peer (:func:`p2p_peers`,
+:func:`p2p_to`); the worker adds the matmul tests (:mod:`gputui.probe.matmul`)."""
 
 
 def retry_size(ctx: Context, test: str, scale: float) -> tuple[int, str]:
-    """The size a test will use at ``scale``: bytes (per buffer / operand) and in words."""
-    if test.startswith("matmul"):
-        _, elem, _ = MATMUL_DTYPES[test]
-        n = ctx.matmul_n(elem, scale)
-        return n * n * elem, f"{n}×{n}×{n}"
+    """The size a memory / host / P2P test will use at ``scale``: bytes per buffer, in words."""
     if test in ("h2d", "d2h"):
-        nbytes = max(4096, int(min(256 * MIB * ctx.size_scale * scale, ctx.free * FREE_FRACTION)))
+        nbytes = ctx.host_copy_bytes(scale)
         return nbytes, fmt_bytes(nbytes)
     nbufs = 3 if test == "memory_triad" else 2
     nbytes = ctx.buffer_bytes(nbufs, scale)

@@ -6,7 +6,9 @@ dataclasses only: :func:`encode` turns one into a line, :func:`decode` checks a 
 the dataclass (or raises :class:`ProtocolError` saying what is wrong with it). This module does
 not import torch, so the runner and the TUI can use it without the probe's dependencies.
 
-A run always starts with ``hello`` and ends with ``done`` (unless the process was killed).
+A run always starts with ``hello`` and ends with ``done`` (unless the process was killed). The
+``hello`` names the device the worker opened (its UUID and PCI bus id as the runtime reports
+them), so the runner can check that it is the GPU it meant before using any result.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""2: ``hello`` carries ``uuid`` and ``pci_bus_id`` (optional, so a version-1 line still reads)."""
 
 TEST_IDS: tuple[str, ...] = (
     "memory_copy",
@@ -60,6 +63,8 @@ class Hello:
     total_memory: int | None  # bytes
     free_memory: int | None  # bytes
     tests: list[str] = field(default_factory=list)  # the tests this run will attempt, in order
+    uuid: str | None = None  # the opened device's UUID as the runtime prints it (no "GPU-")
+    pci_bus_id: str | None = None  # "dddd:bb:dd.0" from the runtime; None when it has none
     protocol: int = PROTOCOL_VERSION
 
 
@@ -148,6 +153,8 @@ _FIELD_TYPES: dict[type[ProbeMessage], dict[str, tuple[type, ...]]] = {
         "total_memory": _OPT_INT,
         "free_memory": _OPT_INT,
         "tests": (list,),
+        "uuid": _OPT_STR,
+        "pci_bus_id": _OPT_STR,
         "protocol": (int,),
     },
     Progress: {"test": (str,), "fraction": _NUMBER, "text": (str,)},

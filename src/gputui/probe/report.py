@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TextIO, TypeAlias
 
 from gputui.format import sanitize
 from gputui.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
+from gputui.probe.pairs import PairSpec, pair_spec
 from gputui.probe.protocol import (
     Error,
     Hello,
@@ -27,6 +28,7 @@ from gputui.probe.protocol import (
 from gputui.probe.runs import EventCallback, GpuRun
 from gputui.probe.verdict import Judged
 from gputui.specs import SpecMatch, lookup, scaled_peaks
+from gputui.specs.expected import FAMILY_LABELS, expected_for
 
 EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
 
@@ -48,24 +50,101 @@ def spec_for(info: GpuInfo) -> tuple[SpecMatch | None, Peaks | None]:
     return match, (scaled_peaks(match) if match is not None else None)
 
 
-def _judge_one(judged: Judged, info: GpuInfo, match: SpecMatch | None, peaks: Peaks | None) -> None:
-    """Spec, expected fraction and verdict of one GPU result, in place."""
+SpecRef: TypeAlias = "tuple[SpecMatch | None, Peaks | None]"
+"""A GPU's spec match and scaled peaks (:func:`spec_for`)."""
+SPEC_SHEET_METRICS = frozenset({"hbm", "fp32", "tf32", "fp16", "bf16", "fp8"})
+"""Metrics whose spec is a spec-sheet number (the others come from the PCIe link / wiring)."""
+
+
+def _family(info: GpuInfo, match: SpecMatch | None) -> str:
+    if match is not None:
+        return V.family(match.spec.architecture, match.spec.cc_or_gfx)
+    return V.family(info.architecture, info.compute_capability)
+
+
+def _pcie_reason(judged: Judged, info: GpuInfo) -> str | None:
+    """A LOW / WARN host copy on a link that ran below what it should train to."""
     tel = judged.telemetry
-    gen = (tel.pcie_gen if tel else None) or info.pcie_max_gen
-    width = (tel.pcie_width if tel else None) or info.pcie_max_width
-    link = match.spec.link_gbs if match is not None else None
-    judged.spec, judged.spec_source = V.spec_value(
-        judged.test, peaks, pcie_gen=gen, pcie_width=width, link_gbs=link
+    if tel is None or not tel.pcie_gen or not tel.pcie_width:
+        return None
+    gen, width = info.pcie_max_gen, info.pcie_max_width
+    if (gen and tel.pcie_gen < gen) or (width and tel.pcie_width < width):
+        return (
+            f"PCIe link at gen{tel.pcie_gen} x{tel.pcie_width} during the test "
+            f"(it should train to gen{gen or '?'} x{width or '?'})"
+        )
+    return None
+
+
+def judge_result(
+    gpu: int | None,
+    label: str,
+    result: Result,
+    node: NodeInfo | None,
+    telemetry: V.Telemetry | None = None,
+    spec: SpecRef | None = None,
+) -> Judged:
+    """One result judged against the spec of the GPU it ran on (the command and the probe screen
+    both judge through this): spec value and source, expected fraction with its evidence,
+    verdict, telemetry reasons, and the whole judgement in words (``Judged.judgement``).
+
+    ``spec``: the GPU's :func:`spec_for`, when the caller has it already. P2P results are
+    judged against their pair's budget from ``node``'s wiring (:func:`pair_spec`)."""
+    judged = Judged(
+        gpu=gpu,
+        label=label,
+        test=result.test,
+        value=result.value,
+        unit=result.unit,
+        method=result.method,
+        telemetry=telemetry,
+        peer=_peer(result),
     )
-    if judged.spec and match is not None:
+    info = node.gpu(gpu) if (node is not None and gpu is not None) else None
+    if info is None:
+        judged.spec_source = "CPU run: no spec comparison" if gpu is None else "no spec"
+        judged.judgement = V.explain(judged, None)
+        return judged
+    match, peaks = spec if spec is not None else spec_for(info)
+    fam = _family(info, match)
+    metric = V.TEST_METRIC.get(judged.test, "")
+    if metric == "p2p":
+        if judged.peer is None:
+            pair = PairSpec(None, "the destination GPU is not known: no pair budget")
+        elif result.details.get("peer_access") is False:
+            pair = PairSpec(
+                None,
+                f"no peer access between GPU {info.index} and GPU {judged.peer} (the runtime "
+                "refuses it), so torch copied through host memory: not a GPU-to-GPU link",
+            )
+        else:
+            pair = pair_spec(node, info.index, judged.peer)
+        judged.spec, judged.spec_source = pair.gbs, pair.source
+        metric = pair.metric
+    else:
+        tel = judged.telemetry
+        gen = info.pcie_max_gen or (tel.pcie_gen if tel else None)
+        width = info.pcie_max_width or (tel.pcie_width if tel else None)
+        judged.spec, judged.spec_source = V.spec_value(
+            judged.test, peaks, pcie_gen=gen, pcie_width=width
+        )
+        if metric == "pcie" and judged.spec:
+            judged.spec_source += " (the link's maximum)"
+    if judged.spec and match is not None and metric in SPEC_SHEET_METRICS:
         judged.spec_source += f" of {match.spec.model} ({match.how})"
-    fam = V.family(match.spec.architecture) if match is not None else "default"
-    judged.expected = V.expected_fraction(fam, judged.test) if judged.spec else None
+    exp = expected_for(fam, metric)
+    judged.expected = exp.fraction if judged.spec else None
     V.judge(
         judged,
         sm_clock_max_mhz=info.sm_clock_max_mhz,
         power_default_limit_w=info.power_default_limit_w,
     )
+    if metric == "pcie" and judged.verdict in (V.LOW, V.WARN):
+        why = _pcie_reason(judged, info)
+        if why:
+            judged.reasons.append(why)
+    judged.judgement = V.explain(judged, exp, FAMILY_LABELS.get(fam, ""))
+    return judged
 
 
 def _peer(result: Result) -> int | None:
@@ -73,33 +152,27 @@ def _peer(result: Result) -> int | None:
     return peer if isinstance(peer, int) and not isinstance(peer, bool) else None
 
 
+def finish_judging(judged: list[Judged], node: NodeInfo | None) -> None:
+    """The rules across GPUs (:func:`~gputui.probe.verdict.apply_node_relative`), in place."""
+    limits: dict[int, tuple[float | None, float | None]] = {}
+    for j in judged:
+        info = node.gpu(j.gpu) if (node is not None and j.gpu is not None) else None
+        if info is not None:
+            limits[info.index] = (info.sm_clock_max_mhz, info.power_default_limit_w)
+    V.apply_node_relative(judged, limits)
+
+
 def judge_runs(runs: Mapping[int | None, GpuRun], node: NodeInfo | None = None) -> list[Judged]:
     """Every result of every run as a :class:`~gputui.probe.verdict.Judged`, verdicts filled."""
     judged: list[Judged] = []
-    limits: dict[int, tuple[float | None, float | None]] = {}
     for gpu, run in runs.items():
         info = node.gpu(gpu) if (node is not None and gpu is not None) else None
-        match, peaks = spec_for(info) if info is not None else (None, None)
-        if gpu is not None and info is not None:
-            limits[gpu] = (info.sm_clock_max_mhz, info.power_default_limit_w)
+        spec = spec_for(info) if info is not None else None
         for measured in run.measurements:
-            res = measured.result
-            j = Judged(
-                gpu=gpu,
-                label=run.target.label,
-                test=res.test,
-                value=res.value,
-                unit=res.unit,
-                method=res.method,
-                telemetry=measured.telemetry,
-                peer=_peer(res),
+            judged.append(
+                judge_result(gpu, run.target.label, measured.result, node, measured.telemetry, spec)
             )
-            if info is not None:
-                _judge_one(j, info, match, peaks)
-            else:
-                j.spec_source = "CPU run: no spec comparison" if gpu is None else "no spec"
-            judged.append(j)
-    V.apply_node_relative(judged, limits)
+    finish_judging(judged, node)
     return judged
 
 
@@ -108,8 +181,17 @@ def _fmt(value: float | None, fmt: str = "{:.4g}") -> str:
 
 
 def render_table(judged: Sequence[Judged]) -> str:
-    """The results as a plain-text table, one row per result, "how measured" last."""
-    head = ("GPU", "test", "measured", "spec", "% spec", "expected", "verdict", "how measured")
+    """The results as a plain-text table, one row per result, "how measured and judged" last."""
+    head = (
+        "GPU",
+        "test",
+        "measured",
+        "spec",
+        "% spec",
+        "expected",
+        "verdict",
+        "how measured and judged",
+    )
     rows = [
         (
             j.label,
@@ -119,7 +201,7 @@ def render_table(judged: Sequence[Judged]) -> str:
             _fmt(j.pct_of_spec, "{:.0f}%"),
             _fmt(None if j.expected is None else 100 * j.expected, "{:.0f}%"),
             j.verdict,
-            j.method,
+            j.how,
         )
         for j in judged
     ]
@@ -151,10 +233,13 @@ def _run_dict(run: GpuRun, spec: JsonObject | None) -> JsonObject:
         "label": run.target.label,
         "device": run.target.device,
         "device_name": hello.device_name if hello is not None else None,
+        "device_uuid": hello.uuid if hello is not None else None,
+        "device_pci_bus_id": hello.pci_bus_id if hello is not None else None,
         "torch_version": hello.torch_version if hello is not None else None,
         "skipped": [{"test": s.test, "reason": s.reason} for s in run.skipped],
         "retries": [{"test": s.test, "reason": s.reason, "size": s.size} for s in run.retries],
         "errors": [*run.errors],
+        "notes": [*run.notes],
         "cancelled": run.cancelled,
         "spec": spec,
     }
@@ -216,8 +301,10 @@ def progress_printer(stream: TextIO) -> EventCallback:
         match msg:
             case Hello(device_name=name, torch_version=torch_version):
                 text = f"{name} (torch {torch_version})"
-            case Result(test=test, value=value, unit=unit):
-                text = f"{test}: {value:.4g} {unit}"
+            case Result(test=test, value=value, unit=unit, details=details):
+                peer = details.get("peer")
+                to = f" to GPU {peer}" if isinstance(peer, int) and test == "p2p" else ""
+                text = f"{test}{to}: {value:.4g} {unit}"
             case Retry(test=test, reason=reason, text=size):
                 text = f"{test}: {reason}, retrying smaller {size}"
             case Skipped(test=test, reason=reason):

@@ -4,20 +4,24 @@ No torch here. :class:`ProbeRunner` starts ``python -m gputui.probe --device cud
 (``python`` is this interpreter or the user's ``--python PATH``, with gputui put on PYTHONPATH),
 runs the compute and memory tests of all GPUs in parallel and the PCIe / P2P tests one GPU at a
 time (links may share a switch), forwards every message to ``on_event(gpu, msg)``, samples
-telemetry every 0.5 s while it runs and attaches per-test medians to each result. ``cancel()``
+telemetry every 0.1 s while it runs (a 1 s test gets about ten readings, so a clock drop shows)
+and attaches per-test medians to each result. ``cancel()``
 sends SIGTERM, then SIGKILL after 3 s; no child outlives :meth:`ProbeRunner.run`.
 :func:`probe_node` wraps it for the command line: the safety checks (lost and unanswering GPUs
 refused, busy ones unless forced), targets, verdicts.
 
-GPU numbers are NVML indices. Children get ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and no
-``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th GPU in PCI bus order, which is NVML's order
-on NVIDIA; the runner maps by PCI bus id. (ROCm ignores CUDA_DEVICE_ORDER; its order is usually
-the same as AMD-SMI's, and the worker's hello names the device it opened.)
+GPU numbers are NVML indices. Which runtime device a worker opens is planned by
+:mod:`gputui.probe.devices`: on NVIDIA the children see exactly the probed GPUs, by UUID in
+``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th target even when a lost GPU has vanished from
+the runtime. Every worker's ``hello`` names the device it opened; one that opened another GPU is
+stopped and its results are dropped (an error for that GPU), and a P2P result's destination is
+mapped back to an NVML index by UUID / PCI bus id.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import queue
 import signal
@@ -34,6 +38,15 @@ from gputui.probe.children import (
     WorkerProcess,
     child_env,
     gputui_pythonpath,
+)
+from gputui.probe.devices import (
+    MISMATCH,
+    UNKNOWN,
+    DevicePlan,
+    cuda_index_map,
+    identity_check,
+    peer_index,
+    plan_devices,
 )
 from gputui.probe.protocol import (
     TEST_IDS,
@@ -86,17 +99,6 @@ Phase = list[tuple[Target, list[str]]]
 """Workers that run at the same time: each target with the tests its worker runs."""
 
 
-def cuda_index_map(node: NodeInfo) -> dict[int, int]:
-    """NVML index -> ``cuda:N`` in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
-    gpus = list(node.gpus)
-    bus_ids = {g.index: g.pci_bus_id for g in gpus if g.pci_bus_id}
-    if len(bus_ids) == len(gpus):
-        order = sorted(gpus, key=lambda g: bus_ids[g.index].lower())
-    else:
-        order = sorted(gpus, key=lambda g: g.index)
-    return {g.index: i for i, g in enumerate(order)}
-
-
 def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) -> str | None:
     """Why a GPU should not be probed now (other processes, memory in use), or None."""
     procs = [p for p in snapshot.processes_on(index) if p.pid not in own_pids]
@@ -122,19 +124,31 @@ def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) ->
     return f"GPU {index} is busy: " + "; ".join(parts) + ". Use --force to probe it anyway."
 
 
-def unusable_reason(snapshot: Snapshot, index: int) -> str | None:
-    """Why a GPU cannot be probed at all, ``--force`` or not: its latest sample says it fell off
-    the bus (``lost``) or the driver did not answer (``error``); None when neither."""
+def unusable_label(snapshot: Snapshot, index: int) -> str | None:
+    """In a few words, why a GPU cannot be probed at all: its latest sample says it fell off the
+    bus (``lost``) or the driver did not answer (``error``); None when neither."""
     sample = snapshot.sample(index)
     if sample is None:
         return None
-    detail = f" ({sample.error})" if sample.error else ""
     if sample.lost:
-        why = f"GPU {index} is lost: it fell off the bus{detail}"
-    elif sample.error:
-        why = f"GPU {index} is not answering: the driver could not read it{detail}"
-    else:
+        return "lost: fell off the bus"
+    if sample.error:
+        return "not answering: the driver cannot read it"
+    return None
+
+
+def unusable_reason(snapshot: Snapshot, index: int) -> str | None:
+    """Why a GPU cannot be probed at all, ``--force`` or not (:func:`unusable_label`, with the
+    driver's words and what to do), or None. The command and the probe screen both use it."""
+    label = unusable_label(snapshot, index)
+    if label is None:
         return None
+    sample = snapshot.sample(index)
+    detail = f" ({sample.error})" if sample is not None and sample.error else ""
+    if sample is not None and sample.lost:
+        why = f"GPU {index} is lost: it fell off the bus{detail}"
+    else:
+        why = f"GPU {index} is not answering: the driver could not read it{detail}"
     return why + ". It cannot be probed (not even with --force); see `gputui check`."
 
 
@@ -143,7 +157,9 @@ class ProbeRunner:
 
     ``command``: the argv prefix that starts a worker (default ``[python, "-m", "gputui.probe"]``);
     tests pass a fake worker here. ``sampler``: a :class:`TelemetrySource` polled for telemetry;
-    ``readings``: a callable returning the latest Snapshot instead (e.g. the TUI's)."""
+    ``readings``: a callable returning the latest Snapshot instead (e.g. the TUI's). ``plan``:
+    the device visibility of the children (:func:`gputui.probe.devices.plan_devices`; without it
+    every GPU is visible); ``node``: to map P2P destinations to NVML indices."""
 
     def __init__(
         self,
@@ -161,6 +177,8 @@ class ProbeRunner:
         telemetry_interval: float = TELEMETRY_INTERVAL_S,
         env: Mapping[str, str] | None = None,
         serial_tests: frozenset[str] = SERIAL_TESTS,
+        plan: DevicePlan | None = None,
+        node: NodeInfo | None = None,
     ) -> None:
         self.targets = list(targets)
         self.tests = list(tests) if tests else list(QUICK_TESTS)
@@ -172,7 +190,9 @@ class ProbeRunner:
         self.on_event = on_event
         self.sampler = sampler
         self.readings = readings
-        self.env = child_env(env)
+        self.plan = plan
+        self.node = node
+        self.env = child_env(env, plan.visible if plan is not None else None)
         self.serial_tests = serial_tests
         self.runs: dict[int | None, GpuRun] = {t.gpu: GpuRun(t) for t in self.targets}
         self.telemetry = TelemetryRecorder(
@@ -243,6 +263,11 @@ class ProbeRunner:
     def _argv(self, target: Target, tests: list[str]) -> list[str]:
         argv = [*self.command, "--device", target.device, "--tests", ",".join(tests)]
         argv.append("--long" if self.long else "--quick")
+        if target.pci_bus_id:  # CPU binding (NUMA-local pinned buffers), and the device to open
+            argv += ["--pci-bus-id", target.pci_bus_id]
+        if self.plan is not None and not self.plan.pinned and "p2p" in tests:
+            others = [t.pci_bus_id for t in self.targets if t != target and t.pci_bus_id]
+            argv += ["--p2p-peers", ",".join(others)]  # P2P only to other probed GPUs
         if self.size_scale is not None:
             argv += ["--size-scale", f"{self.size_scale:g}"]
         if self.seconds_per_test is not None:
@@ -250,6 +275,8 @@ class ProbeRunner:
         return argv
 
     def _start(self, target: Target, tests: list[str]) -> WorkerProcess | None:
+        if self.runs[target.gpu].error_kind == "identity":
+            return None  # it opened another GPU once: a later phase would too
         try:
             child = WorkerProcess.start(target, self._argv(target, tests), self.env, self._queue)
         except OSError as exc:
@@ -303,9 +330,16 @@ class ProbeRunner:
 
     def _handle(self, child: WorkerProcess, msg: ProbeMessage) -> None:
         run = self.runs[child.target.gpu]
+        if child.rejected:
+            return  # it opened another GPU: nothing it says is about its target
         match msg:
             case Hello():
+                if not self._accept(child, run, msg):
+                    return
                 run.hello = run.hello or msg
+            case Result(test="p2p"):
+                msg = self._with_peer(msg)
+                run.measurements.append(Measurement(msg, received=time.time()))
             case Result():
                 run.measurements.append(Measurement(msg, received=time.time()))
             case Skipped():
@@ -328,6 +362,25 @@ class ProbeRunner:
                 pass
         self._tell(child.target.gpu, msg)
 
+    def _accept(self, child: WorkerProcess, run: GpuRun, hello: Hello) -> bool:
+        """Check the hello names the target's GPU; stop the child and say so when it does not."""
+        status, why = identity_check(child.target, hello)
+        if status == UNKNOWN and why not in run.notes:
+            run.notes.append(why)
+        if status != MISMATCH:
+            return True
+        child.rejected = True
+        child.signal(signal.SIGTERM)
+        run.errors.append(why)
+        run.error_kind = "identity"
+        self._tell(child.target.gpu, Error(None, why))
+        return False
+
+    def _with_peer(self, result: Result) -> Result:
+        """A P2P result with ``details["peer"]``: its destination's NVML index (or None)."""
+        peer = peer_index(result.details, self.node, self.plan)
+        return dataclasses.replace(result, details={**result.details, "peer": peer})
+
     def _tell(self, gpu: int | None, msg: ProbeMessage) -> None:
         if self.on_event is not None:
             with contextlib.suppress(Exception):  # a failing listener must not stop the run
@@ -339,7 +392,7 @@ class ProbeRunner:
         child.finish_reading()
         run = self.runs[child.target.gpu]
         run.returncodes.append(code)
-        if child.done or self._cancel.is_set():
+        if child.done or child.rejected or self._cancel.is_set():
             return
         tail = child.stderr_tail
         label = child.target.label
@@ -398,17 +451,20 @@ def probe_node(
 ) -> ProbeReport:
     """Probe ``gpus`` of ``node`` (NVML indices; all when None), or the CPU when ``node`` is None.
 
-    ``snapshot``: a reading for the safety checks. A GPU whose sample says lost or error is
-    refused even with ``force`` (the others are still probed; the exit code is 2); busy GPUs
-    refuse the whole run unless ``force``. Every refusal is a line in ``report.refused``."""
+    ``snapshot``: a reading for the safety checks, and the node as of that reading (its wiring,
+    which a deferred open fills in only at the first reading, judges the P2P pairs). A GPU whose
+    sample says lost or error is refused even with ``force`` (the others are still probed; the
+    exit code is 2); busy GPUs refuse the whole run unless ``force``. Every refusal is a line in
+    ``report.refused``. The workers see only the probed GPUs (:func:`plan_devices`)."""
     report = ProbeReport(mode="gpu" if node is not None else "cpu")
+    plan: DevicePlan | None = None
     if node is None:
         targets = [Target(None, "cpu", "CPU")]
         if size_scale is None:
             size_scale = CPU_SIZE_SCALE
     else:
+        node = node_of(node, snapshot)
         indices = sorted(gpus) if gpus is not None else [g.index for g in node.gpus]
-        cuda = cuda_index_map(node)
         if snapshot is not None:
             unusable = {i: why for i in indices if (why := unusable_reason(snapshot, i))}
             report.refused = list(unusable.values())
@@ -421,7 +477,8 @@ def probe_node(
                     return report
         if not indices:
             return report
-        targets = [Target(i, f"cuda:{cuda[i]}", f"GPU {i}") for i in indices]
+        plan = plan_devices(node, indices)
+        targets = list(plan.targets)
         for i in indices:
             info = node.gpu(i)
             if info is not None:
@@ -436,6 +493,8 @@ def probe_node(
         seconds_per_test=seconds_per_test,
         on_event=on_event,
         sampler=sampler if node is not None else None,
+        plan=plan,
+        node=node,
     )
     if runner_hook is not None:
         runner_hook(runner)
@@ -451,8 +510,19 @@ def probe_node(
         if run.error_kind == NO_TORCH:
             report.no_torch = True
         report.errors += [e for e in run.errors if e not in report.errors]
+        report.notes += [n for n in run.notes if n not in report.notes]
     report.judged = judge_runs(runs, node)
     return report
+
+
+def node_of(node: NodeInfo, snapshot: Snapshot | None) -> NodeInfo:
+    """The node as of ``snapshot`` (the sampler fills in the wiring after a deferred open), unless
+    that reading knows less of the wiring than ``node`` does."""
+    if snapshot is None:
+        return node
+    if snapshot.node.topology is not None or node.topology is None:
+        return snapshot.node
+    return node
 
 
 __all__ = [
@@ -472,9 +542,12 @@ __all__ = [
     "cuda_index_map",
     "gputui_pythonpath",
     "judge_runs",
+    "node_of",
+    "plan_devices",
     "probe_node",
     "progress_printer",
     "render_table",
     "spec_for",
+    "unusable_label",
     "unusable_reason",
 ]

@@ -12,9 +12,10 @@ from typing import Literal
 from gputui.probe.protocol import Hello, ProbeMessage, Result, Retry, Skipped
 from gputui.probe.verdict import Telemetry
 
-ErrorKind = Literal["no_torch", "crash", "start", "device"]
+ErrorKind = Literal["no_torch", "crash", "start", "device", "identity"]
 """Why a device's run failed as a whole: torch missing in the worker's Python, a worker that died
-or wrote garbage, a worker that could not be started, a device the worker could not open."""
+or wrote garbage, a worker that could not be started, a device the worker could not open, a
+worker that opened another GPU than the one it was started for (its results are dropped)."""
 NO_TORCH: ErrorKind = "no_torch"
 
 EventCallback = Callable[[int | None, ProbeMessage], None]
@@ -24,11 +25,16 @@ and for the errors the runner makes up when a worker fails without saying why.""
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One device to probe: an NVML GPU (``gpu`` set) or the CPU (``gpu`` None)."""
+    """One device to probe: an NVML GPU (``gpu`` set) or the CPU (``gpu`` None).
+
+    ``uuid`` and ``pci_bus_id`` are what the monitoring library reports for the GPU: the worker's
+    ``hello`` must name the same device, or its results are not used."""
 
     gpu: int | None
     device: str  # "cuda:N" or "cpu"
     label: str  # "GPU 3" / "CPU"
+    uuid: str | None = None  # "GPU-…" (NVIDIA), or a MIG slice's "MIG-…"
+    pci_bus_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -51,6 +57,7 @@ class GpuRun:
     retries: list[Retry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     error_kind: ErrorKind | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. an identity that could not be checked
     cancelled: bool = False
     returncodes: list[int] = field(default_factory=list)
     seconds: float = 0.0

@@ -12,7 +12,8 @@ from typing import Protocol
 from gputui.model import GpuSample, Snapshot
 from gputui.probe.verdict import Telemetry, summarize_samples
 
-TELEMETRY_INTERVAL_S = 0.5
+TELEMETRY_INTERVAL_S = 0.1
+"""While a probe runs: about ten readings in a 1 s test, so a clock drop during it shows."""
 WINDOW_SLACK_S = 0.1
 """Readings this long before a test's start still count for it (the poll interval jitters)."""
 

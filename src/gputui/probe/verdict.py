@@ -1,17 +1,22 @@
 """Judging probe results: spec value per test, expected fraction of spec, verdict and reasons.
 
-Pure functions, no torch and no I/O. The expected fractions come from published measurements
-(ml-engineering's MAMF table, DCGM diagnostic thresholds, nvbandwidth and gpu-stream results):
+Pure functions, no torch and no I/O. The expected fractions and their sources live in
+:mod:`gputui.specs.expected` (published measurements: ml-engineering's MAMF table, DCGM diagnostic
+thresholds, nvbandwidth, gpu-stream and gpu-fryer results):
 
 * spec per test: ``memory_copy`` / ``memory_triad`` -> memory bandwidth; ``h2d`` / ``d2h`` -> the
-  negotiated PCIe link (per-lane GB/s x width); ``matmul_*`` -> the dtype's dense peak (MIG /
-  partition scaled); ``p2p`` -> NVLink / XGMI bandwidth / 2 (the spec figure is bidirectional).
-* expected fraction of spec: what a quick PyTorch probe reaches on a healthy GPU of that family
-  (:data:`EXPECTED`), never 100% of the marketing number.
+  PCIe link the GPU should train to (per-lane GB/s x width at the host-limited maximum);
+  ``matmul_*`` -> the dtype's dense peak (MIG / partition scaled); ``p2p`` -> the pair's own link
+  budget from the node's wiring (:mod:`gputui.probe.pairs`).
+* expected fraction of spec: what a quick PyTorch probe reaches on a healthy GPU of that family,
+  never 100% of the marketing number; None where no honest expectation exists (not judged).
 * verdict: OK when measured >= 90% of expected, WARN at 80-90%, LOW below 80%; on a node with
-  several GPUs also LOW when below 90% of the node's best GPU for the same test (gpu-fryer).
+  several GPUs also LOW when below 90% of the node's best GPU for the same test and the same spec
+  (gpu-fryer's rule; GPU pairs are compared only with pairs wired alike).
 * every LOW is qualified with telemetry when it explains it: SM clock < 90% of max, HW slowdown /
-  thermal bits, a power limit below the default.
+  thermal bits, a power limit below the default, a PCIe link trained below its maximum.
+* every judged result carries ``judgement``: the spec, the expected fraction with its source and
+  the thresholds, in words, so that the number can be checked by hand.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from gputui.specs.expected import Expected, expected_for, family_of
 
 if TYPE_CHECKING:
     from gputui.model import GpuSample
@@ -61,66 +68,27 @@ TEST_LABEL: dict[str, str] = {
     "matmul_fp8": "FP8 matmul",
 }
 
-# Expected fraction of spec for this probe, per family and metric. Sources (the reference, items 7
-# and the evidence tables): H100 SXM BF16 72-80% (MAMF 80.3%), FP8 ~70% (70.9%), TF32 ~75%, HBM
-# copy 75% (DCGM memcpy 2.48-2.51 of 3.35 TB/s), H2D 85-88% of PCIe5 x16, NVLink P2P 370-396 of
-# 450 GB/s uni (~85%); A100 BF16 85-87% (MAMF 86.9%), TF32 ~83%, HBM 86-92%, H2D ~80% of PCIe4
-# x16; MI300X BF16 51% with TunableOp on (off in a quick probe: expect ~0.50 at best), HBM ~75%;
-# Blackwell BF16 ~73-78%, FP8 ~72-76%, HBM ~73% (proftester). FP32 (no TF32) and FP16 have no
-# measured row: FP32 SIMT GEMMs usually reach 80%, FP16 behaves as BF16.
-DEFAULT_EXPECTED: dict[str, float] = {
-    "hbm": 0.75,
-    "pcie": 0.80,
-    "p2p": 0.80,
-    "fp32": 0.75,
-    "tf32": 0.75,
-    "fp16": 0.75,
-    "bf16": 0.75,
-    "fp8": 0.70,
-}
-EXPECTED: dict[str, dict[str, float]] = {
-    "hopper": {
-        "hbm": 0.75,
-        "pcie": 0.85,
-        "p2p": 0.85,
-        "fp32": 0.80,
-        "tf32": 0.75,
-        "fp16": 0.75,
-        "bf16": 0.75,
-        "fp8": 0.70,
-    },
-    "ampere": {
-        "hbm": 0.85,
-        "pcie": 0.80,
-        "p2p": 0.80,
-        "fp32": 0.80,
-        "tf32": 0.83,
-        "fp16": 0.85,
-        "bf16": 0.85,
-    },
-    "blackwell": {"hbm": 0.73, "pcie": 0.85, "bf16": 0.75, "fp16": 0.75, "fp8": 0.72},
-    "ada": {"hbm": 0.80, "pcie": 0.80, "bf16": 0.75, "fp16": 0.75, "fp8": 0.70},
-    "cdna3": {"hbm": 0.75, "pcie": 0.80, "bf16": 0.50, "fp16": 0.50, "fp8": 0.45, "tf32": 0.50},
-    "cdna4": {"hbm": 0.75, "pcie": 0.80, "bf16": 0.60, "fp16": 0.60, "fp8": 0.55},
-}
 EXPECTED_SOURCE = (
     "expected fractions from published measurements (ml-engineering MAMF table, DCGM diagnostic "
-    "thresholds, nvbandwidth and gpu-stream results); default 0.75 where none exists"
+    "thresholds, nvbandwidth, gpu-stream and gpu-fryer results), per family and test; each "
+    "result's judgement names its own source; a middle value where a family has no measurement"
 )
 
 
-def family(architecture: str | None) -> str:
-    """``"Hopper (GH100)"`` -> ``"hopper"``; unknown -> ``"default"``."""
-    text = (architecture or "").lower()
-    for name in ("hopper", "ampere", "blackwell", "ada", "cdna4", "cdna3"):
-        if name in text:
-            return name
-    return "default"
+def family(architecture: str | None, cc_or_gfx: str | None = None) -> str:
+    """``"Hopper (GH100)"`` -> ``"hopper"`` (compute capability / gfx target first when given);
+    unknown -> ``"default"``. See :mod:`gputui.specs.expected`."""
+    return family_of(architecture, cc_or_gfx)
 
 
-def expected_fraction(fam: str, test: str) -> float:
-    metric = TEST_METRIC.get(test, "")
-    return EXPECTED.get(fam, {}).get(metric, DEFAULT_EXPECTED.get(metric, 0.75))
+def expectation(fam: str, test: str) -> Expected:
+    """The expected fraction of spec for ``test`` on a GPU of family ``fam``, with its source."""
+    return expected_for(fam, TEST_METRIC.get(test, ""))
+
+
+def expected_fraction(fam: str, test: str) -> float | None:
+    """Just the fraction of :func:`expectation` (None: not judged)."""
+    return expectation(fam, test).fraction
 
 
 def pcie_spec_gbs(gen: int | None, width: int | None) -> float | None:
@@ -146,6 +114,8 @@ def spec_value(
             return None, "PCIe link unknown"
         return value, f"PCIe gen{pcie_gen} x{pcie_width} ({PCIE_LANE_GBS[pcie_gen]:g} GB/s/lane)"
     if metric == "p2p":
+        # The spec sheet's per-GPU total: a pair's budget only where every link reaches every
+        # peer (NVSwitch). The report judges P2P by the pair's own wiring (probe.pairs) instead.
         if not link_gbs:
             return None, "no NVLink/XGMI figure"
         return link_gbs / 2, f"NVLink/XGMI {link_gbs:g} GB/s bidirectional / 2"
@@ -277,7 +247,14 @@ class Judged:
     reasons: list[str] = field(default_factory=list)
     sibling_gap: float | None = None  # fraction below the node's best GPU (0.18 = 18% below)
     telemetry: Telemetry | None = None
-    peer: int | None = None  # p2p: the other GPU (CUDA index)
+    peer: int | None = None  # p2p: the other GPU (NVML index)
+    judgement: str = ""  # how the verdict was reached, in words (spec, expected, thresholds)
+
+    @property
+    def how(self) -> str:
+        """How the number was measured and how it was judged, in one text."""
+        parts = [p for p in (self.method, self.judgement and f"judged: {self.judgement}") if p]
+        return "; ".join(parts)
 
     @property
     def pct_of_spec(self) -> float | None:
@@ -305,6 +282,7 @@ class Judged:
             "sibling_gap_pct": _round(None if self.sibling_gap is None else 100 * self.sibling_gap),
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
             "peer": self.peer,
+            "judgement": self.judgement,
         }
 
 
@@ -313,7 +291,7 @@ def _round(value: float | None) -> float | None:
 
 
 def verdict_for(value: float, spec: float | None, expected: float | None) -> str:
-    """OK >= 90% of expected, WARN 80-90%, LOW < 80%; n/a without a spec."""
+    """OK >= 90% of expected, WARN 80-90%, LOW < 80%; n/a without a spec or an expectation."""
     if not spec or not expected:
         return NA
     ratio = value / (spec * expected)
@@ -322,6 +300,33 @@ def verdict_for(value: float, spec: float | None, expected: float | None) -> str
     if ratio >= WARN_FRACTION:
         return WARN
     return LOW
+
+
+def _num(value: float) -> str:
+    return f"{value:,.4g}" if value < 1e4 else f"{value:,.0f}"
+
+
+def explain(judged: Judged, exp: Expected | None, family_label: str = "") -> str:
+    """How ``judged`` is judged, in words: the spec and where it comes from, the expected share
+    with its evidence, and the value each verdict needs (or why it is not judged)."""
+    if judged.gpu is None:
+        return "not judged: CPU run, no spec to compare with"
+    if not judged.spec:
+        return f"not judged: {judged.spec_source or 'no spec'}"
+    spec = f"spec {_num(judged.spec)} {judged.unit} ({judged.spec_source})"
+    if exp is None or exp.fraction is None:
+        why = exp.source if exp is not None else "no expected fraction"
+        return f"{spec}; not judged: {why.removeprefix('not judged: ')}"
+    target = judged.spec * exp.fraction
+    who = f" for {family_label}" if family_label else ""
+    kind = "" if exp.measured else ", an assumption"
+    return (
+        f"{spec}; expected {100 * exp.fraction:.0f}% of spec{who} = {_num(target)} "
+        f"{judged.unit} ({exp.source}{kind}); OK >= {_num(OK_FRACTION * target)}, "
+        f"WARN >= {_num(WARN_FRACTION * target)}, LOW below (90% / 80% of expected); "
+        f"with several GPUs also LOW when more than {100 * (1 - SIBLING_FRACTION):.0f}% below "
+        "the best GPU on the same test"
+    )
 
 
 def judge(
@@ -341,17 +346,30 @@ def judge(
     return judged
 
 
+def _sibling_key(r: Judged) -> tuple[str, float | None] | None:
+    """Results that should be equal on a healthy node: the same test against the same spec.
+
+    A GPU pair is compared only with pairs of the same link budget (an NVLink pair is not a
+    PCIe pair's sibling); a pair whose wiring is unknown is compared with none."""
+    if r.gpu is None or r.value <= 0:
+        return None
+    if TEST_METRIC.get(r.test) == "p2p" and not r.spec:
+        return None
+    return r.test, (round(r.spec, 3) if r.spec else None)
+
+
 def apply_node_relative(
     results: Iterable[Judged],
     limits: Mapping[int, tuple[float | None, float | None]] | None = None,
 ) -> None:
-    """LOW when a GPU is below 90% of the node's best GPU for the same test (>= 2 GPUs).
-
-    ``limits`` maps a GPU to (sm_clock_max_mhz, power_default_limit_w) for the reasons."""
-    groups: dict[str, list[tuple[int, Judged]]] = {}
+    """LOW when a GPU is below 90% of the node's best GPU for the same test and spec (results
+    of >= 2 GPUs). ``limits`` maps a GPU to (sm_clock_max_mhz, power_default_limit_w) for the
+    reasons."""
+    groups: dict[tuple[str, float | None], list[tuple[int, Judged]]] = {}
     for r in results:
-        if r.gpu is not None and r.value > 0:
-            groups.setdefault(r.test, []).append((r.gpu, r))
+        key = _sibling_key(r)
+        if key is not None and r.gpu is not None:
+            groups.setdefault(key, []).append((r.gpu, r))
     for items in groups.values():
         if len({gpu for gpu, _ in items}) < 2:
             continue
@@ -359,6 +377,11 @@ def apply_node_relative(
         for gpu, r in items:
             if r.value < SIBLING_FRACTION * best:
                 r.sibling_gap = 1 - r.value / best
+                if r.judgement:
+                    r.judgement += (
+                        f"; LOW: {100 * r.sibling_gap:.0f}% below the node's best GPU "
+                        f"({best:.4g} {r.unit}) on the same test"
+                    )
                 if r.verdict != LOW:
                     r.verdict = LOW
                     clock_max, default_w = (limits or {}).get(gpu, (None, None))
@@ -370,6 +393,8 @@ def apply_node_relative(
 def describe(r: Judged) -> str:
     """``"BF16 matmul 18% below its siblings; SM clock held at 1410 MHz by power cap"``."""
     name = TEST_LABEL.get(r.test, r.test)
+    if r.peer is not None:
+        name = f"P2P copy to GPU {r.peer}"
     if r.sibling_gap is not None:
         head = f"{name} {100 * r.sibling_gap:.0f}% below its siblings"
     elif r.pct_of_spec is not None and r.expected:

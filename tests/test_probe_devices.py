@@ -1,0 +1,188 @@
+"""Which GPU a probe worker opens: the children see only the probed GPUs (by UUID), every
+worker's hello is checked against its GPU, and P2P destinations map back to NVML indices."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from tests.test_probe_runner import FAKE
+
+from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
+from gputui.probe import devices as D
+from gputui.probe import runner as R
+from gputui.probe.protocol import Hello
+from gputui.probe.runs import Target
+
+
+def _info(i: int, *, vendor: str = "nvidia", uuid: str | None = None, **kw: object) -> GpuInfo:
+    bus = f"0000:{0x18 + 0x10 * i:02X}:00.0"
+    return GpuInfo(
+        index=i,
+        name="NVIDIA H100 80GB HBM3" if vendor == "nvidia" else "AMD Instinct MI300X",
+        uuid=f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" if uuid is None else uuid,
+        vendor=vendor,  # type: ignore[arg-type]
+        pci_bus_id=bus,
+        sm_count=132,
+        memory_total_bytes=80 << 30,
+        sm_clock_max_mhz=1980,
+        power_default_limit_w=700,
+        pcie_max_gen=5,
+        pcie_max_width=16,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+NODE3 = NodeInfo("n", "nvml", tuple(_info(i) for i in range(3)))
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> list[str]:
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE)
+    return [sys.executable, str(script)]
+
+
+def _hello(uuid: str | None = None, pci: str | None = None, kind: str = "cuda") -> Hello:
+    return Hello("2", "x", kind, "NVIDIA H100 80GB HBM3", 0, 1, 1, [], uuid, pci)
+
+
+# -- visibility --------------------------------------------------------------------------------
+
+
+def test_nvidia_children_see_exactly_the_probed_gpus_by_uuid() -> None:
+    plan = D.plan_devices(NODE3, [0, 2])
+    assert plan.pinned
+    assert plan.visible == {"CUDA_VISIBLE_DEVICES": f"{NODE3.gpus[0].uuid},{NODE3.gpus[2].uuid}"}
+    assert [(t.gpu, t.device, t.uuid) for t in plan.targets] == [
+        (0, "cuda:0", NODE3.gpus[0].uuid),
+        (2, "cuda:1", NODE3.gpus[2].uuid),  # the N-th UUID listed, whatever CUDA's own order
+    ]
+    env = R.child_env({"CUDA_VISIBLE_DEVICES": "0", "PATH": "/bin"}, plan.visible)
+    assert env["CUDA_VISIBLE_DEVICES"] == plan.visible["CUDA_VISIBLE_DEVICES"]
+
+
+def test_a_mig_enabled_gpu_is_named_by_its_mig_slice() -> None:
+    mig = MigDeviceInfo(0, 1, 0, "MIG-11111111-2222-3333-4444-555555555555")
+    node = NodeInfo("n", "nvml", (_info(0, mig_enabled=True, mig_devices=(mig,)),))
+    (target,) = D.plan_devices(node, [0]).targets
+    assert target.uuid == mig.uuid
+    assert D.identity_check(target, _hello("11111111-2222-3333-4444-555555555555"))[0] == D.MATCH
+
+
+def test_amd_without_runtime_uuids_goes_by_pci_address() -> None:
+    """AMD-SMI's UUID is not what ROCR_VISIBLE_DEVICES takes: no pinning by UUID; the worker
+    is told the PCI address to open (and those of the other probed GPUs, for P2P) and
+    ROCR/HIP/CUDA_VISIBLE_DEVICES (which renumber; Slurm sets the first) are removed."""
+    node = NodeInfo("n", "amdsmi", tuple(_info(i, vendor="amd", uuid=f"{i}e" * 8) for i in (0, 1)))
+    plan = D.plan_devices(node, [1])
+    assert not plan.pinned
+    assert plan.visible == dict.fromkeys(D.VISIBILITY_VARS)
+    env = R.child_env({"HIP_VISIBLE_DEVICES": "3", "ROCR_VISIBLE_DEVICES": "0,1"}, plan.visible)
+    assert not set(D.VISIBILITY_VARS) & set(env)
+    assert env["HIPBLASLT_ALLOW_TF32"] == "1"  # else torch on ROCm times FP32 as "TF32"
+    both = D.plan_devices(node, [0, 1])
+    runner = R.ProbeRunner(list(both.targets), tests=["p2p"], plan=both, command=["x"])
+    argv = runner._argv(both.targets[1], ["p2p"])
+    assert argv[argv.index("--pci-bus-id") + 1] == node.gpus[1].pci_bus_id
+    assert argv[argv.index("--p2p-peers") + 1] == node.gpus[0].pci_bus_id
+    # With runtime-style UUIDs the ROCm children are pinned like NVIDIA's.
+    rocr = NodeInfo(
+        "n", "amdsmi", tuple(_info(i, vendor="amd", uuid=f"GPU-{i:016x}") for i in (0, 1))
+    )
+    plan = D.plan_devices(rocr, [1, 0])
+    assert (
+        plan.pinned
+        and plan.visible["ROCR_VISIBLE_DEVICES"] == "GPU-0000000000000001,GPU-0000000000000000"
+    )
+    assert plan.visible["HIP_VISIBLE_DEVICES"] is None
+
+
+# -- the hello check ---------------------------------------------------------------------------
+
+
+def test_identity_check_by_uuid_and_pci() -> None:
+    target = Target(2, "cuda:1", "GPU 2", NODE3.gpus[2].uuid, NODE3.gpus[2].pci_bus_id)
+    same = NODE3.gpus[2].uuid.removeprefix("GPU-").upper()
+    assert D.identity_check(target, _hello(same))[0] == D.MATCH
+    status, why = D.identity_check(target, _hello(NODE3.gpus[1].uuid.removeprefix("GPU-")))
+    assert status == D.MISMATCH and "GPU 2" in why and "not used" in why
+    # The PCI address says it too (any spelling of the same device).
+    assert D.identity_check(target, _hello(pci="0000:38:00.0"))[0] == D.MATCH
+    assert D.identity_check(target, _hello(pci="0000:28:00.0"))[0] == D.MISMATCH
+    # ROCm: the runtime's UUID is not AMD-SMI's; only the address is compared.
+    assert D.identity_check(target, _hello("whatever", "0000:38:00.0", "rocm"))[0] == D.MATCH
+    assert D.identity_check(target, _hello("whatever", None, "rocm"))[0] == D.UNKNOWN
+    assert D.identity_check(target, _hello())[0] == D.UNKNOWN
+    # An old-style MIG name cannot be compared with what a runtime prints.
+    old_mig = Target(0, "cuda:0", "GPU 0", "MIG-GPU-abc/1/0")
+    assert D.identity_check(old_mig, _hello("abc"))[0] == D.UNKNOWN
+
+
+def test_shifted_numbering_is_caught_by_the_hello(fake, monkeypatch) -> None:
+    """GPU 1 lost: the children see GPU 0 and GPU 2 only, GPU 2 as cuda:1. A worker that reports
+    another UUID (the numbering shifted under it) is stopped and nothing it measured is used."""
+    lost = GpuSample(1, 0.0, lost=True, error="GPU has fallen off the bus")
+    snapshot = Snapshot(0.0, NODE3, (GpuSample(0, 0.0), lost, GpuSample(2, 0.0)), ())
+    report = R.probe_node(node=NODE3, snapshot=snapshot, command=fake, tests=["matmul_bf16", "h2d"])
+    assert report.refused and "GPU 1 is lost" in report.refused[0]
+    assert {j.gpu for j in report.judged} == {0, 2} and not report.errors
+    assert [report.runs[g].target.device for g in (0, 2)] == ["cuda:0", "cuda:1"]
+    assert (
+        report.runs[2].hello is not None
+        and report.runs[2].hello.uuid == "00000002-aaaa-bbbb-cccc-dddddddddddd"
+    )
+
+    monkeypatch.setenv("FAKE_MODE", "wrong_gpu")  # the worker for GPU 2 opens someone else
+    report = R.probe_node(node=NODE3, snapshot=snapshot, command=fake, tests=["matmul_bf16", "h2d"])
+    assert {j.gpu for j in report.judged} == {0}  # GPU 2's results dropped
+    (err,) = report.errors
+    assert "GPU 2" in err and "opened another GPU" in err and "someone-else" in err
+    assert report.runs[2].error_kind == "identity" and not report.runs[2].measurements
+    assert len(report.runs[2].returncodes) == 1  # its PCIe phase was not started again
+    assert report.exit_code == 2
+
+
+def test_children_get_the_uuid_list_and_no_guessing(fake, monkeypatch, tmp_path) -> None:
+    log = tmp_path / "argv.jsonl"
+    monkeypatch.setenv("FAKE_ARGV", str(log))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")  # the caller's setting never leaks through
+    snapshot = Snapshot(0.0, NODE3, tuple(GpuSample(i, 0.0) for i in range(3)), ())
+    R.probe_node(node=NODE3, snapshot=snapshot, gpus=[1, 2], command=fake, tests=["matmul_bf16"])
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    want = f"{NODE3.gpus[1].uuid},{NODE3.gpus[2].uuid}"
+    assert [s["visible"] for s in seen] == [want, want]
+    # The PCI address still goes along: the worker binds to the GPU's local CPUs with it.
+    buses = {s["argv"][s["argv"].index("--pci-bus-id") + 1] for s in seen}
+    assert buses == {NODE3.gpus[1].pci_bus_id, NODE3.gpus[2].pci_bus_id}
+
+
+def test_an_unverifiable_worker_is_noted(fake) -> None:
+    """No UUID list (unknown UUIDs): results are used, with a note that says so."""
+    node = NodeInfo("n", "nvml", (_info(0, uuid=""),))
+    report = R.probe_node(node=node, snapshot=None, command=fake, tests=["matmul_bf16"])
+    assert report.judged and not report.errors
+    assert any("could not check which GPU" in n for n in report.notes)
+    assert report.to_dict()["gpus"]["0"]["notes"] == report.notes
+
+
+# -- P2P destinations --------------------------------------------------------------------------
+
+
+def test_peer_index_by_uuid_pci_or_pinned_place() -> None:
+    plan = D.plan_devices(NODE3, [2, 0])
+    uid = NODE3.gpus[0].uuid.removeprefix("GPU-")
+    assert D.peer_index({"dst": 1, "dst_uuid": uid}, NODE3, plan) == 0
+    assert D.peer_index({"dst": 5, "dst_pci_bus_id": "0000:28:00.0"}, NODE3, plan) == 1
+    assert D.peer_index({"dst": 1}, NODE3, plan) == 0  # the 2nd UUID listed is GPU 0
+    assert D.peer_index({"dst": 9}, NODE3, plan) is None
+    unpinned = D.DevicePlan(plan.targets, pinned=False)
+    assert D.peer_index({"dst": 1}, NODE3, unpinned) is None  # no guessing from a number
+
+
+def test_p2p_results_name_their_destination_gpu(fake) -> None:
+    snapshot = Snapshot(0.0, NODE3, tuple(GpuSample(i, 0.0) for i in range(3)), ())
+    report = R.probe_node(node=NODE3, snapshot=snapshot, gpus=[0, 2], command=fake, tests=["p2p"])
+    assert sorted((j.gpu, j.peer) for j in report.judged) == [(0, 2), (2, 0)]
