@@ -24,6 +24,7 @@ import gputui
 from gputui import cli, export
 from gputui.commands import export as export_command
 from gputui.export import server as export_server
+from gputui.export.collector import ATTRIBUTION_LABELS
 from gputui.fakeclock import fake_clock_sampler
 from gputui.health import gpu_severity
 from gputui.model import SEVERITY_ORDER, ProcessSample
@@ -579,7 +580,8 @@ def test_mig_instances_are_exported_under_their_gpu() -> None:
 def test_mig_process_series_carry_their_instance() -> None:
     snap, families = mig_scrape()
     series = families["gputui_process_gpu_memory_bytes"].samples
-    assert all(set(s.labels) == {"gpu", "pid", "user", "name", "mig"} for s in series)
+    attribution = set(ATTRIBUTION_LABELS)
+    assert all(set(s.labels) == {"gpu", "pid", "user", "name", "mig", *attribution} for s in series)
     for p in snap.processes:
         (s,) = [s for s in series if s.labels["pid"] == str(p.pid)]
         assert s.labels["mig"] == (p.mig_uuid or "")
@@ -592,4 +594,128 @@ def test_nodes_without_mig_keep_their_labels(faulty) -> None:
     _snap, _text, families = faulty
     assert not any(name.startswith("gputui_mig_") for name in families)
     for s in families["gputui_process_gpu_memory_bytes"].samples:
-        assert set(s.labels) == {"gpu", "pid", "user", "name"}
+        # the attribution labels are always there (empty when unknown); no ``mig`` label
+        assert set(s.labels) == {"gpu", "pid", "user", "name", *ATTRIBUTION_LABELS}
+
+
+# -- who uses the GPUs, and idle GPUs -------------------------------------------------------------
+
+CID = "5e277ec3818f2aa40af6b887e5098fb0052d5c0e364326dd100038455d7fc3fb"
+POD_UID = "1f2e3d4c-5b6a-4789-9abc-def012345678"
+
+
+def attributed_scrape(top_processes: int = 10):
+    """The faulty node with its processes given a Slurm job (GPUs 0-1), a pod (GPU 2), a named
+    container (GPU 4) and none (the rest)."""
+    sampler, collector = faulty_collector()
+    collector.top_processes = top_processes
+    snap = sampler.latest
+    procs = []
+    for p in snap.processes:
+        if p.gpu_index in (0, 1):
+            p = dataclasses.replace(
+                p, slurm_job_id="4242", slurm_step="0", slurm_job_name="sft", slurm_job_user="al"
+            )
+        elif p.gpu_index == 2:
+            p = dataclasses.replace(
+                p, k8s_pod_uid=POD_UID, k8s_pod_name="trainer-0", k8s_namespace="ml"
+            )
+        elif p.gpu_index == 4:
+            p = dataclasses.replace(p, container_id=CID, container_name="vllm")
+        else:
+            p = dataclasses.replace(p, container_id=None)
+        procs.append(p)
+    sampler.latest = dataclasses.replace(snap, processes=tuple(procs))
+    _text, families = scrape(collector)
+    return sampler.latest, families
+
+
+def test_process_series_carry_job_pod_namespace_and_container() -> None:
+    snap, families = attributed_scrape()
+    by_gpu = {
+        s.labels["gpu"]: s.labels for s in families["gputui_process_gpu_memory_bytes"].samples
+    }
+    job = next(p for p in snap.processes if p.gpu_index == 0)
+    assert job.container_id is not None  # the job's ranks run in a container
+    assert {k: by_gpu["0"][k] for k in ATTRIBUTION_LABELS} == {
+        "slurm_job": "4242",
+        "pod": "",
+        "namespace": "",
+        "container": job.container_id[:12],
+    }
+    assert (by_gpu["2"]["pod"], by_gpu["2"]["namespace"]) == ("trainer-0", "ml")
+    assert by_gpu["4"]["container"] == "vllm"
+    assert {by_gpu["6"][k] for k in ATTRIBUTION_LABELS} == {""}
+
+
+def test_usage_by_job_pod_and_container() -> None:
+    snap, families = attributed_scrape()
+    on = {p.gpu_index: p for p in snap.processes}
+    for gpu in ("0", "1"):
+        p = on[int(gpu)]
+        assert value(families, "gputui_job_gpu_memory_bytes", job="4242", gpu=gpu) == (
+            p.gpu_memory_bytes
+        )
+        assert value(families, "gputui_job_sm_pct", job="4242", gpu=gpu) == p.sm_pct
+        assert value(families, "gputui_job_processes", job="4242", gpu=gpu) == 1
+    assert value(families, "gputui_job_info", job="4242", job_name="sft", job_user="al") == 1
+    assert value(families, "gputui_pod_gpu_memory_bytes", pod="trainer-0", namespace="ml") == (
+        on[2].gpu_memory_bytes
+    )
+    assert value(families, "gputui_container_gpu_memory_bytes", container="vllm", gpu="4") == (
+        on[4].gpu_memory_bytes
+    )
+    # the job's total across GPUs is sum by (job)
+    total = sum(s.value for s in samples(families, "gputui_job_gpu_memory_bytes", job="4242"))
+    assert total == on[0].gpu_memory_bytes + on[1].gpu_memory_bytes
+
+
+def test_workload_series_are_bounded_per_gpu() -> None:
+    sampler, collector = faulty_collector()
+    snap = sampler.latest
+    extra = [
+        ProcessSample(pid=50_000 + k, gpu_index=0, gpu_memory_bytes=(k + 1) * MIB, sm_pct=1.0,
+                      container_id=f"{k:064x}")
+        for k in range(5)
+    ]  # fmt: skip
+    sampler.latest = dataclasses.replace(snap, processes=tuple(extra))
+    collector.top_processes = 2
+    _text, families = scrape(collector)
+    got = {
+        s.labels["container"]: s.value
+        for s in families["gputui_container_gpu_memory_bytes"].samples
+    }
+    assert got == {f"{4:064x}"[:12]: 5 * MIB, f"{3:064x}"[:12]: 4 * MIB, "other": 6 * MIB}
+
+
+def test_energy_and_idle_seconds_per_gpu(faulty) -> None:
+    snap, text, families = faulty
+    usage = snap.usage
+    assert usage is not None
+    assert "# TYPE gputui_gpu_energy_joules_total counter" in text
+    for g in usage.gpus:
+        if g.index == LOST:
+            assert not samples(families, "gputui_gpu_energy_joules", gpu=str(LOST))
+            continue
+        gpu = str(g.index)
+        assert value(families, "gputui_gpu_energy_joules", gpu=gpu) == g.energy_used_j
+        assert value(families, "gputui_gpu_idle_seconds", gpu=gpu) == g.idle_s
+        assert value(families, "gputui_gpu_held_idle_seconds", gpu=gpu) == g.held_idle_s
+        assert value(families, "gputui_gpu_observed_seconds", gpu=gpu) == g.observed_s
+        assert value(families, "gputui_gpu_idle", gpu=gpu) == float(bool(g.idle))
+    assert "gputui_node_idle_cost_per_hour" not in families  # no price given
+
+
+def test_idle_cost_per_hour_is_exported_with_a_price() -> None:
+    sampler = fake_clock_sampler("dgx-h100", polls=0)
+    sampler.usage.gpu_hour_price = 3.0
+    collector = export.GpuCollector(sampler)
+    for _ in range(3):
+        sampler.poll()
+        sampler.clock.now += 1
+    _text, families = scrape(collector)
+    idle = sampler.latest.usage.idle_gpus
+    assert idle >= 1  # GPU 7: an idle notebook
+    assert value(families, "gputui_node_idle_cost_per_hour") == 3.0 * idle
+    assert value(families, "gputui_gpu_hour_price") == 3.0
+    assert value(families, "gputui_gpu_held_idle", gpu="7") == 1

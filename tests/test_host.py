@@ -58,3 +58,71 @@ def test_container_id_parsed_from_cgroup(tmp_path, monkeypatch) -> None:
     assert container_id_of(999999) == cid
     cgroup.write_text("0::/user.slice/user-1000.slice/session-3.scope\n")
     assert container_id_of(999999) is None
+
+
+# -- attribution: what the process runs in ---------------------------------------------------------
+
+JOB_CGROUP = "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n"
+
+
+def attributing_enricher(tmp_path, cgroup: str, scontrol=None) -> ProcessEnricher:
+    """An enricher whose cgroup reads come from a fake /proc holding this test's own PID."""
+    from gputui.attribution import AttributionReader
+    from gputui.slurmjobs import SlurmJobs
+
+    proc = tmp_path / "proc" / str(os.getpid())
+    proc.mkdir(parents=True)
+    (proc / "cgroup").write_text(cgroup)
+    reader = AttributionReader(
+        str(tmp_path / "proc"),
+        docker_root=str(tmp_path / "docker"),
+        kubelet_root=str(tmp_path / "kubelet"),
+        containerd_tasks=str(tmp_path / "tasks"),
+        containers_storage=(),
+    )
+    return ProcessEnricher(host_pids=True, attribution=reader, slurm=SlurmJobs(scontrol))
+
+
+def test_enrich_attributes_the_slurm_job_and_adds_its_name_when_scontrol_answers(tmp_path) -> None:
+    script = tmp_path / "scontrol"
+    script.write_text('#!/bin/sh\necho "JobId=$4 JobName=sft UserId=alice(1000) GroupId=x"\n')
+    script.chmod(0o755)
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP, str(script))
+    row = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
+    (first,) = enricher.enrich([row])
+    assert (first.slurm_job_id, first.slurm_step) == ("4242", "0")
+    assert first.slurm_job_name is None  # the lookup runs in the background
+    assert enricher.slurm.wait_idle(10)
+    (second,) = enricher.enrich([row])
+    assert (second.slurm_job_name, second.slurm_job_user) == ("sft", "alice")
+    assert second.name == psutil.Process().name()  # the host facts are still filled
+
+
+def test_enrich_reads_the_cgroup_once_per_process(tmp_path) -> None:
+    cid = "e" * 64
+    enricher = attributing_enricher(tmp_path, f"0::/system.slice/docker-{cid}.scope\n")
+    row = ProcessSample(pid=os.getpid(), gpu_index=0)
+    for _ in range(5):
+        rows = enricher.enrich([row, ProcessSample(pid=os.getpid(), gpu_index=1)])
+        assert [(r.container_id, r.container_runtime) for r in rows] == [(cid, "docker")] * 2
+    # one cgroup read; the container's state was looked for once (not readable here)
+    assert enricher.attribution.files_read == 1
+
+
+def test_the_backends_attribution_wins_and_other_namespaces_are_not_read(tmp_path) -> None:
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP)
+    given = ProcessSample(pid=os.getpid(), gpu_index=0, slurm_job_id="1", k8s_pod_name="p")
+    (out,) = enricher.enrich([given])
+    assert (out.slurm_job_id, out.k8s_pod_name) == ("1", "p")
+    # in a nested PID namespace a PID names another process here: nothing is attributed
+    nested = ProcessEnricher(host_pids=False, attribution=enricher.attribution)
+    (out,) = nested.enrich([ProcessSample(pid=os.getpid(), gpu_index=0)])
+    assert out.slurm_job_id is None and out.container_id is None
+
+
+def test_container_id_of_takes_its_proc_root(tmp_path) -> None:
+    cid = "f" * 64
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77" / "cgroup").write_text(f"0::/kubepods/besteffort/pod{'1' * 32}/{cid}\n")
+    assert container_id_of(77, str(tmp_path)) == cid
+    assert container_id_of(78, str(tmp_path)) is None

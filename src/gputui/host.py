@@ -1,26 +1,27 @@
 """Host-side facts from psutil: the host strip (CPU, RAM, swap, load, uptime) and the host half of
-each GPU process row (user, name, command line, CPU %, RSS, start time, container id).
+each GPU process row (user, name, command line, CPU %, RSS, start time, and what the process runs
+in: container, Kubernetes pod, Slurm job; see :mod:`gputui.attribution`).
 
 psutil.Process objects are cached per PID because CPU % is measured between two calls on the same
 object; a PID that has vanished simply keeps its GPU-side facts and gets None for the host ones.
+The attribution is read once per process (a PID's cgroup does not change) and kept with it; Slurm
+job names come from a background lookup (:mod:`gputui.slurmjobs`) and fill in when it answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import psutil
 
+from gputui.attribution import NOTHING, Attribution, AttributionReader, parse_cgroup
 from gputui.model import HostSample, ProcessSample
+from gputui.slurmjobs import SlurmJobs
 
 T = TypeVar("T")
-
-_CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/:]([0-9a-f]{64})")
-_BARE_ID = re.compile(r"/([0-9a-f]{64})(?:\.scope)?$")
 
 
 def read_host(now: float | None = None) -> HostSample:
@@ -47,19 +48,14 @@ def read_host(now: float | None = None) -> HostSample:
     )
 
 
-def container_id_of(pid: int) -> str | None:
+def container_id_of(pid: int, proc_root: str = "/proc") -> str | None:
     """The 64-hex container id from /proc/PID/cgroup (Docker, containerd, CRI-O, Podman)."""
     try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as handle:
+        with open(f"{proc_root}/{pid}/cgroup", encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except OSError:
         return None
-    for line in text.splitlines():
-        path = line.rsplit(":", 1)[-1]
-        match = _CONTAINER_ID.search(path) or _BARE_ID.search(path)
-        if match:
-            return match.group(1)
-    return None
+    return parse_cgroup(text).container_id
 
 
 @dataclasses.dataclass(slots=True)
@@ -69,7 +65,7 @@ class _Known:
     name: str | None
     command: str | None
     start_time: float | None
-    container_id: str | None
+    attribution: Attribution
 
 
 def in_host_pid_namespace(status_path: str = "/proc/self/status") -> bool:
@@ -92,10 +88,20 @@ class ProcessEnricher:
     between the driver's listing and this lookup). In a container that cannot see the host's PIDs
     a missing PID proves nothing, so it is left unmarked."""
 
-    def __init__(self, *, host_pids: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host_pids: bool | None = None,
+        attribution: AttributionReader | None = None,
+        slurm: SlurmJobs | None = None,
+    ) -> None:
+        """``attribution`` reads cgroups and engine state (default: this machine's roots);
+        ``slurm`` looks up job names (default: ``scontrol`` where it is installed)."""
         self._known: dict[int, _Known] = {}
         self._host_pids = in_host_pid_namespace() if host_pids is None else host_pids
         self._gone: set[int] = set()
+        self.attribution = attribution if attribution is not None else AttributionReader()
+        self.slurm = slurm if slurm is not None else SlurmJobs()
 
     def enrich(self, processes: Iterable[ProcessSample]) -> list[ProcessSample]:
         rows = list(processes)
@@ -129,6 +135,9 @@ class ProcessEnricher:
                 enriched.append(dataclasses.replace(row, exited=True) if gone else row)
                 continue
             cpu_pct, rss_bytes = cpu_by_pid[row.pid]
+            found = known.attribution  # what the backend gave wins over what was read
+            job = row.slurm_job_id or found.slurm_job_id
+            job_name, job_user = self._job_facts(row, job)
             enriched.append(
                 dataclasses.replace(
                     row,
@@ -138,10 +147,29 @@ class ProcessEnricher:
                     cpu_pct=cpu_pct if row.cpu_pct is None else row.cpu_pct,
                     host_rss_bytes=rss_bytes if row.host_rss_bytes is None else row.host_rss_bytes,
                     start_time=row.start_time or known.start_time,
-                    container_id=row.container_id or known.container_id,
+                    container_id=row.container_id or found.container_id,
+                    container_runtime=row.container_runtime or found.container_runtime,
+                    container_name=row.container_name or found.container_name,
+                    slurm_job_id=job,
+                    slurm_step=row.slurm_step or found.slurm_step,
+                    slurm_job_name=job_name,
+                    slurm_job_user=job_user,
+                    k8s_pod_uid=row.k8s_pod_uid or found.k8s_pod_uid,
+                    k8s_pod_name=row.k8s_pod_name or found.k8s_pod_name,
+                    k8s_namespace=row.k8s_namespace or found.k8s_namespace,
                 )
             )
         return enriched
+
+    def _job_facts(self, row: ProcessSample, job: str | None) -> tuple[str | None, str | None]:
+        """The Slurm job's name and user: the row's, else what the background lookup has
+        found so far (it never waits: None until ``scontrol`` has answered)."""
+        name, user = row.slurm_job_name, row.slurm_job_user
+        if job is not None and (name is None or user is None):
+            info = self.slurm.lookup(job)
+            if info is not None:
+                name, user = name or info.name, user or info.user
+        return name, user
 
     def _lookup(self, pid: int) -> _Known | None:
         known = self._known.get(pid)
@@ -163,7 +191,8 @@ class ProcessEnricher:
         except psutil.AccessDenied:
             return None
         command = " ".join(cmdline) if cmdline else None
-        known = _Known(process, user, name, command, start, container_id_of(pid))
+        attribution = self.attribution.read(pid) if self._host_pids else NOTHING
+        known = _Known(process, user, name, command, start, attribution)
         self._known[pid] = known
         return known
 

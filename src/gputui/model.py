@@ -306,6 +306,28 @@ class ProcessSample:
     exited: bool = False
     """The process had exited by the time its host facts were read (it was listed by the driver
     a moment earlier): not somebody else's job, and soon gone."""
+    # Who the process works for, from its cgroup (``/proc/PID/cgroup``) and, where readable, the
+    # container engine's and kubelet's own state (see :mod:`gputui.attribution`).
+    container_runtime: str | None = None
+    """``docker``, ``containerd``, ``cri-o`` or ``podman``; None when not in a container or
+    the engine cannot be told from the cgroup."""
+    container_name: str | None = None
+    """The container's name from the engine's state (Docker's name, the Kubernetes container
+    name, Podman's name); None where it cannot be read (show the short id instead)."""
+    slurm_job_id: str | None = None
+    """The Slurm job the process runs in (the numeric id of its cgroup, ``job_4242``)."""
+    slurm_step: str | None = None
+    """The job step: ``0``, ``1`` ..., ``batch``, ``extern``, ``interactive``."""
+    slurm_job_name: str | None = None
+    """The job's name and user from ``scontrol show job`` where Slurm's tools are installed;
+    looked up in the background, so they arrive a reading or two after the id."""
+    slurm_job_user: str | None = None
+    k8s_pod_uid: str | None = None
+    """The Kubernetes pod's UID (with dashes) from a ``kubepods`` cgroup."""
+    k8s_pod_name: str | None = None
+    """The pod's name where this node shows it (the runtime's annotations, or the pod's
+    ``etc-hosts`` kept by the kubelet)."""
+    k8s_namespace: str | None = None
 
     def running_for(self, now: float) -> float | None:
         """Seconds since the process started, as of ``now`` (a snapshot's timestamp)."""
@@ -399,6 +421,67 @@ class Stall:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuUsage:
+    """What one GPU did since the session started (see :mod:`gputui.usage`): the energy it used
+    and how long it sat idle. Seconds count only time the GPU was read (a gap between readings
+    counts up to three intervals; a lost GPU's time is not counted)."""
+
+    index: int
+    observed_s: float = 0.0
+    """Seconds with a utilization reading: the base of the idle share."""
+    idle_s: float = 0.0
+    """Seconds with utilization below ``Usage.idle_util_pct``."""
+    held_idle_s: float = 0.0
+    """Of ``idle_s``, the seconds with more than ``Usage.held_memory_bytes`` of GPU memory in
+    use: idle but held by somebody."""
+    energy_used_j: float | None = None
+    """Joules used since the session started, from the GPU's energy counter (summed over the
+    readings, so a counter reset loses one interval, not the total); None without a counter."""
+    idle: bool | None = None
+    """Idle in this reading; None when not known (lost, utilization not reported)."""
+    held_idle: bool | None = None
+    """Idle with memory held in this reading; None when not known."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Energy and idle accounting of the node since ``since`` (the session's first reading),
+    with the thresholds it used and, when a price per GPU-hour is set, what idle GPUs cost."""
+
+    since: float
+    idle_util_pct: float = 5.0
+    """A GPU whose utilization is below this counts as idle."""
+    held_memory_bytes: int = 1024**3
+    """An idle GPU with more than this much memory in use counts as "held idle"."""
+    gpu_hour_price: float | None = None
+    """What one GPU-hour costs (``--gpu-hour-price``), in the user's currency; None: not set."""
+    gpus: tuple[GpuUsage, ...] = ()
+    gpus_counted: int = 0
+    """GPUs whose idleness is known in this reading (not lost, utilization reported)."""
+    idle_gpus: int = 0
+    """GPUs idle in this reading."""
+    held_idle_gpus: int = 0
+    """Of ``idle_gpus``, those with memory held."""
+    idle_share: float | None = None
+    """``idle_gpus / gpus_counted`` in this reading (0-1); None when no GPU is counted."""
+    idle_cost_per_hour: float | None = None
+    """``idle_gpus x gpu_hour_price``: what the idle GPUs cost per hour now; None without a
+    price."""
+    held_idle_cost_per_hour: float | None = None
+    observed_gpu_hours: float = 0.0
+    idle_gpu_hours: float = 0.0
+    held_idle_gpu_hours: float = 0.0
+    idle_cost: float | None = None
+    """``idle_gpu_hours x gpu_hour_price`` over the session; None without a price."""
+
+    def gpu(self, index: int) -> GpuUsage | None:
+        for usage in self.gpus:
+            if usage.index == index:
+                return usage
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything known about the node at one moment. Immutable: safe to hand across threads."""
 
@@ -414,6 +497,9 @@ class Snapshot:
     stall: Stall | None = None
     """Set when the backend has not answered within the reading's deadline: the values are those
     of ``stall.last_reading`` (stale), and a ``not_responding`` finding says for how long."""
+    usage: Usage | None = None
+    """Energy and idle time per GPU since the session started (None: not accounted, e.g. a
+    reading from an older recording)."""
     schema_version: int = SCHEMA_VERSION
 
     def sample(self, index: int) -> GpuSample | None:
@@ -440,6 +526,7 @@ __all__ = [
     "GpuLocality",
     "GpuPath",
     "GpuSample",
+    "GpuUsage",
     "HostSample",
     "LinkInfo",
     "LinkSample",
@@ -452,6 +539,7 @@ __all__ = [
     "Snapshot",
     "Stall",
     "Topology",
+    "Usage",
     "Vendor",
     "describe_throttle",
 ]

@@ -8,7 +8,11 @@ character).
 
 A GPU in MIG mode gets a line per MIG instance under its row (profile, GPU / compute instance
 ids, memory, processes), its processes GI / CI columns, and a finding about processes in MIG
-instances a line naming them."""
+instances a line naming them.
+
+Processes that run in a Slurm job, a Kubernetes pod or a container get a JOB / POD column
+(:mod:`gputui.workload`); the usage since the session started (energy, idle and held-idle time
+per GPU, what idle GPUs cost) follows the host line."""
 
 from __future__ import annotations
 
@@ -45,6 +49,9 @@ from gputui.model import (
     Snapshot,
     describe_throttle,
 )
+from gputui.usage import fmt_energy, fmt_money
+from gputui.workload import COLUMN_TITLE as WORKLOAD_COLUMN
+from gputui.workload import has_workloads, workload_label
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
@@ -67,18 +74,23 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     lines += ["", *render_findings(snapshot.findings, notes)]
     if snapshot.host is not None:
         lines += ["", _host_line(snapshot)]
+    if snapshot.usage is not None and snapshot.usage.gpus:
+        lines += ["", *render_usage(snapshot)]
     lines.append("")
     if snapshot.processes:
         instances = instances_by_uuid(snapshot)
-        rows = [_process_row(snapshot, p) for p in snapshot.processes]
+        workloads = has_workloads(snapshot.processes)
+        rows = [_process_row(snapshot, p, workloads) for p in snapshot.processes]
+        columns: tuple[str, ...] = PROCESS_COLUMNS
+        if workloads:  # the job / pod / container column, before the command
+            columns = (*columns[:-1], WORKLOAD_COLUMN, columns[-1])
         if any(p.mig_uuid is not None for p in snapshot.processes):
             rows = [
                 [row[0], *_instance_ids(p.mig_uuid, instances), *row[1:]]
                 for row, p in zip(rows, snapshot.processes, strict=True)
             ]
-            lines += _table(MIG_PROCESS_COLUMNS, rows)
-        else:
-            lines += _table(PROCESS_COLUMNS, rows)
+            columns = (columns[0], *MIG_PROCESS_COLUMNS[1:3], *columns[1:])
+        lines += _table(columns, rows)
     else:
         lines.append("No GPU processes.")
     if width:
@@ -203,8 +215,10 @@ def _host_line(snapshot: Snapshot) -> str:
     )
 
 
-def _process_row(snapshot: Snapshot, proc: ProcessSample) -> list[str]:
-    return [
+def _process_row(snapshot: Snapshot, proc: ProcessSample, workloads: bool = False) -> list[str]:
+    """A process's cells; with ``workloads`` its job / pod / container cell before the command
+    (which then leaves out the container tag the cell already gives)."""
+    row = [
         str(proc.gpu_index),
         str(proc.pid),
         sanitize(proc.user or NA),
@@ -213,8 +227,58 @@ def _process_row(snapshot: Snapshot, proc: ProcessSample) -> list[str]:
         "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
         fmt_bytes(proc.host_rss_bytes),
         fmt_elapsed(proc.running_for(snapshot.timestamp)),
-        command_text(proc.command, proc.name, proc.container_id),
     ]
+    if workloads:
+        return [*row, workload_label(proc) or "-", command_text(proc.command, proc.name, None)]
+    return [*row, command_text(proc.command, proc.name, proc.container_id)]
+
+
+def _seconds(value: float) -> str:
+    """``0.5s`` below ten seconds (a one-shot reading), else ``12m03s``."""
+    if value <= 0:
+        return "0s"
+    return f"{value:.1f}s" if value < 10 else fmt_duration(value)
+
+
+def render_usage(snapshot: Snapshot) -> list[str]:
+    """Energy and idle time per GPU since the session started, and the GPUs idle now with what
+    they cost per hour when a price is set (see :mod:`gputui.usage`)."""
+    usage = snapshot.usage
+    if usage is None:
+        return []
+    span = _seconds(max(snapshot.timestamp - usage.since, 0.0))
+    lines = [
+        f"Usage over {span} (idle: utilization below {usage.idle_util_pct:g} %; held: idle with "
+        f"more than {usage.held_memory_bytes / 2**30:g} GiB in use):"
+    ]
+    rows = []
+    for g in usage.gpus:
+        share = f" ({g.idle_s / g.observed_s:.0%})" if g.observed_s > 0 else ""
+        now = {None: "-", True: "held idle" if g.held_idle else "idle", False: "busy"}[g.idle]
+        rows.append(
+            [
+                str(g.index),
+                fmt_energy(g.energy_used_j),
+                f"{_seconds(g.idle_s)} of {_seconds(g.observed_s)}{share}",
+                _seconds(g.held_idle_s),
+                now,
+            ]
+        )
+    lines += ["  " + line for line in _table(("GPU", "ENERGY", "IDLE", "HELD IDLE", "NOW"), rows)]
+    if usage.gpus_counted:
+        idle = [g for g in usage.gpus if g.idle]
+        names = ", ".join(f"{g.index}{' (held)' if g.held_idle else ''}" for g in idle)
+        text = f"Idle now: {usage.idle_gpus} of {usage.gpus_counted} GPUs"
+        text += f": GPU {names}" if idle else ""
+        if usage.gpu_hour_price is not None and usage.idle_cost_per_hour is not None:
+            text += (
+                f"; at {fmt_money(usage.gpu_hour_price)} per GPU-hour they cost "
+                f"{fmt_money(usage.idle_cost_per_hour)} per hour"
+            )
+            if usage.idle_cost is not None:
+                text += f" ({fmt_money(usage.idle_cost)} idle so far)"
+        lines.append(text)
+    return lines
 
 
 def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:

@@ -14,6 +14,10 @@ that long; when the backend has not answered, it publishes the last reading agai
 :class:`~gputui.model.Stall` (the health rules turn it into a "not responding for N s" failure)
 and starts no new read until the hung one returns. Nothing waits on the backend lock without a
 timeout, so closing, quitting and signalling stay prompt while a call hangs.
+
+Usage: every reading also goes through :attr:`Sampler.usage` (a :class:`~gputui.usage.UsageMeter`)
+and the snapshot carries the energy and idle time per GPU since the session started
+(``Snapshot.usage``); a replay carries the usage that was recorded.
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ from gputui.model import (
     ProcessSample,
     Snapshot,
     Stall,
+    Usage,
 )
+from gputui.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +162,9 @@ class Sampler:
         self.latest: Snapshot | None = None
         self._deadline = deadline
         self._enricher = ProcessEnricher() if backend.enrich_processes else None
+        self.usage = UsageMeter()
+        """Energy and idle accounting; its ``gpu_hour_price`` (``--gpu-hour-price``) prices the
+        idle GPUs on each snapshot's ``usage``."""
         self._last_slow: float | None = None
         self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()
@@ -305,7 +314,19 @@ class Sampler:
             processes=self._processes,
             host=host,
             events=events,
+            usage=self._usage(now, gpus),
         )
+
+    def _usage(self, now: float, gpus: list[GpuSample]) -> Usage | None:
+        """This reading counted into the session's usage; for a replay, the usage recorded with
+        the reading (counting again would start at the replay's start, or go back on a seek)."""
+        if self.playback is None:
+            return self.usage.update(now, gpus, interval=self.interval)
+        recorded = getattr(self.backend, "snapshot_at", None)
+        if not callable(recorded):
+            return None
+        snapshot = recorded(now)
+        return self.usage.priced(snapshot.usage if isinstance(snapshot, Snapshot) else None)
 
     def _carry_slow_fields(self, sample: GpuSample) -> GpuSample:
         """The last slow read's values of the slow fields this fast read left None."""

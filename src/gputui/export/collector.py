@@ -25,6 +25,14 @@ and ``profile`` (``1g.10gb``), and ``gputui_mig_info`` (1) adding its ``uuid``. 
 GPU in MIG mode the per-process series carry a ``mig`` label, the instance's UUID (empty for a
 process outside MIG, and on ``pid="other"``); elsewhere they keep the labels they always had.
 
+Who uses the GPUs: every per-process series also carries ``slurm_job``, ``pod``, ``namespace`` and
+``container`` (empty when unknown, which Prometheus treats as absent), and GPU memory, SM % and
+process counts are summed per Slurm job, pod and container on each GPU
+(``gputui_{job,pod,container}_*``, bounded like the processes). Usage since the exporter started
+(:mod:`gputui.usage`): ``gputui_gpu_energy_joules_total``, ``gputui_gpu_idle_seconds_total``,
+``gputui_gpu_held_idle_seconds_total``, ``gputui_gpu_observed_seconds_total`` and, with a price,
+``gputui_node_idle_cost_per_hour``.
+
 Probe metrics (achieved bandwidth and FLOP/s) are not exported: they arrive with the performance
 probe, which will add its own ``gputui_probe_*`` families here.
 """
@@ -54,8 +62,16 @@ from gputui.export.dcgm import (
 )
 from gputui.health.rollup import gpu_severity, worst
 from gputui.mig import has_mig, mig_views
-from gputui.model import SEVERITY_ORDER, THROTTLE_REASONS, Finding, GpuSample, Snapshot
+from gputui.model import (
+    SEVERITY_ORDER,
+    THROTTLE_REASONS,
+    Finding,
+    GpuSample,
+    ProcessSample,
+    Snapshot,
+)
 from gputui.sampler import Sampler
+from gputui.workload import WorkloadUsage, short_container, usage_by, workload_of
 
 
 class _Families:
@@ -196,6 +212,7 @@ class GpuCollector(Collector):
             )
         if stall is None:
             self._processes(out, snapshot)
+            self._usage(out, snapshot)
             self._host(out, snapshot)
         yield from out
 
@@ -298,7 +315,7 @@ class GpuCollector(Collector):
             'the rest summed into pid="other".'
         )
         mig = has_mig(snapshot)  # then every series has a ``mig`` label (the instance's UUID)
-        by_gpu: dict[int, dict[tuple[int, str], tuple[int, str | None, str | None]]] = {}
+        by_gpu: dict[int, dict[tuple[int, str], tuple[int, ProcessSample]]] = {}
         for p in snapshot.processes:
             if p.gpu_memory_bytes is None:
                 continue
@@ -307,21 +324,161 @@ class GpuCollector(Collector):
             # instances is one series)
             ident = (p.pid, (p.mig_uuid or "") if mig else "")
             held = on_gpu[ident][0] if ident in on_gpu else 0
-            on_gpu[ident] = (held + p.gpu_memory_bytes, p.user, p.name)
+            on_gpu[ident] = (held + p.gpu_memory_bytes, p)
         for gpu in sorted(by_gpu):
             procs = sorted(by_gpu[gpu].items(), key=lambda kv: (-kv[1][0], kv[0]))
             top, rest = procs[: self.top_processes], procs[self.top_processes :]
-            for (pid, instance), (memory, user, name) in top:
-                labels = {"gpu": str(gpu), "pid": str(pid), "user": user or "", "name": name or ""}
+            for (pid, instance), (memory, p) in top:
+                labels = {
+                    "gpu": str(gpu),
+                    "pid": str(pid),
+                    "user": p.user or "",
+                    "name": p.name or "",
+                }
                 if mig:
                     labels["mig"] = instance
+                labels.update(attribution_labels(p))
                 out.gauge("gputui_process_gpu_memory_bytes", doc, labels, float(memory))
             if rest:
                 labels = {"gpu": str(gpu), "pid": "other", "user": "", "name": ""}
                 if mig:
                     labels["mig"] = ""
-                total = float(sum(memory for _ident, (memory, _u, _n) in rest))
+                labels.update(attribution_labels(None))
+                total = float(sum(memory for _ident, (memory, _p) in rest))
                 out.gauge("gputui_process_gpu_memory_bytes", doc, labels, total)
+        self._workloads(out, snapshot)
+
+    def _workloads(self, out: _Families, snapshot: Snapshot) -> None:
+        """GPU memory, SM % and processes summed per Slurm job, pod and container (one not in a
+        pod), per GPU (``sum by (job)`` gives a job's total): the top N per GPU by memory, the
+        rest summed into ``job="other"`` (``pod``, ``container``)."""
+        last: dict[tuple[str, str], ProcessSample] = {}
+        for p in snapshot.processes:
+            w = workload_of(p)
+            if w is not None:
+                last[(w.kind, w.key)] = p
+        groups: dict[tuple[str, int], list[WorkloadUsage]] = {}
+        for row in usage_by(snapshot.processes):
+            groups.setdefault((row.workload.kind, row.gpu_index), []).append(row)
+        jobs_listed: set[str] = set()
+        for (kind, gpu), rows in sorted(groups.items()):
+            rows.sort(key=lambda r: (-(r.gpu_memory_bytes or 0), r.workload.key))
+            top, rest = rows[: self.top_processes], rows[self.top_processes :]
+            word = _KIND_WORD[kind]
+            for row in top:
+                p = last[(kind, row.workload.key)]
+                self._workload_series(out, word, _workload_labels(kind, row, p), row, gpu)
+                if kind == "slurm" and row.workload.key not in jobs_listed:
+                    jobs_listed.add(row.workload.key)
+                    out.gauge(
+                        "gputui_job_info",
+                        "A Slurm job with GPU processes on this node, with its name and user "
+                        "where scontrol told them (always 1).",
+                        {
+                            "job": row.workload.key,
+                            "job_name": p.slurm_job_name or "",
+                            "job_user": p.slurm_job_user or "",
+                        },
+                        1.0,
+                    )
+            if rest:
+                labels = {"pod": "other", "namespace": ""} if kind == "pod" else {word: "other"}
+                memory = [r.gpu_memory_bytes for r in rest if r.gpu_memory_bytes is not None]
+                sm = [r.sm_pct for r in rest if r.sm_pct is not None]
+                summed = WorkloadUsage(
+                    rest[0].workload,
+                    gpu,
+                    sum(r.processes for r in rest),
+                    sum(memory) if memory else None,
+                    sum(sm) if sm else None,
+                )
+                self._workload_series(out, word, labels, summed, gpu)
+
+    def _workload_series(
+        self, out: _Families, word: str, labels: dict[str, str], row: WorkloadUsage, gpu: int
+    ) -> None:
+        labels = {**labels, "gpu": str(gpu)}
+        what = _WORDS[word]
+        if row.gpu_memory_bytes is not None:
+            out.gauge(
+                f"gputui_{word}_gpu_memory_bytes",
+                f"GPU memory held by the processes of a {what} on a GPU.",
+                labels,
+                float(row.gpu_memory_bytes),
+            )
+        if row.sm_pct is not None:
+            out.gauge(
+                f"gputui_{word}_sm_pct",
+                f"SM utilization (%) of the processes of a {what} on a GPU, summed.",
+                labels,
+                float(row.sm_pct),
+            )
+        out.gauge(
+            f"gputui_{word}_processes",
+            f"GPU processes of a {what} on a GPU.",
+            labels,
+            float(row.processes),
+        )
+
+    def _usage(self, out: _Families, snapshot: Snapshot) -> None:
+        """Energy and idle time per GPU since the exporter started (:mod:`gputui.usage`), and
+        what the idle GPUs cost per hour when a price is set."""
+        usage = snapshot.usage
+        if usage is None:
+            return
+        lost = {s.index for s in snapshot.gpus if s.lost}
+        for g in usage.gpus:
+            if g.index in lost:
+                continue
+            gpu = {"gpu": str(g.index)}
+            if g.energy_used_j is not None:
+                out.counter(
+                    "gputui_gpu_energy_joules",
+                    "Energy used by the GPU since the exporter started (from its energy counter).",
+                    gpu,
+                    g.energy_used_j,
+                )
+            for name, doc, value in (
+                (
+                    "gputui_gpu_observed_seconds",
+                    "Seconds the GPU's utilization was read since the exporter started.",
+                    g.observed_s,
+                ),
+                (
+                    "gputui_gpu_idle_seconds",
+                    f"Seconds the GPU was idle (utilization below {usage.idle_util_pct:g} %).",
+                    g.idle_s,
+                ),
+                (
+                    "gputui_gpu_held_idle_seconds",
+                    "Seconds the GPU was idle with more than "
+                    f"{usage.held_memory_bytes / 2**30:g} GiB of memory in use.",
+                    g.held_idle_s,
+                ),
+            ):
+                out.counter(name, doc, gpu, value)
+            if g.idle is not None:
+                out.gauge("gputui_gpu_idle", "1 while the GPU is idle, else 0.", gpu, float(g.idle))
+            if g.held_idle is not None:
+                out.gauge(
+                    "gputui_gpu_held_idle",
+                    "1 while the GPU is idle with memory held, else 0.",
+                    gpu,
+                    float(g.held_idle),
+                )
+        if usage.gpu_hour_price is not None and usage.idle_cost_per_hour is not None:
+            out.gauge(
+                "gputui_gpu_hour_price",
+                "The price of one GPU-hour given with --gpu-hour-price.",
+                {},
+                usage.gpu_hour_price,
+            )
+            out.gauge(
+                "gputui_node_idle_cost_per_hour",
+                "What the node's idle GPUs cost per hour now (idle GPUs x the GPU-hour price).",
+                {},
+                usage.idle_cost_per_hour,
+            )
 
     def _host(self, out: _Families, snapshot: Snapshot) -> None:
         host = snapshot.host
@@ -345,6 +502,39 @@ class GpuCollector(Collector):
                 out.gauge(
                     "gputui_host_load_average", "Host load average.", {"period": period}, value
                 )
+
+
+_WORDS = {"job": "Slurm job", "pod": "Kubernetes pod", "container": "container (not in a pod)"}
+ATTRIBUTION_LABELS = ("slurm_job", "pod", "namespace", "container")
+"""Labels every per-process series carries ('' when unknown, which Prometheus treats as absent)."""
+
+
+def attribution_labels(p: ProcessSample | None) -> dict[str, str]:
+    """The Slurm job, pod name (or UID), namespace and container name (or short id) of ``p``."""
+    if p is None:
+        return dict.fromkeys(ATTRIBUTION_LABELS, "")
+    return {
+        "slurm_job": p.slurm_job_id or "",
+        "pod": pod_name(p),
+        "namespace": p.k8s_namespace or "",
+        "container": short_container(p) or "",
+    }
+
+
+def pod_name(p: ProcessSample) -> str:
+    """The pod's name, else its UID ('' outside a pod)."""
+    return p.k8s_pod_name or p.k8s_pod_uid or ""
+
+
+_KIND_WORD = {"slurm": "job", "pod": "pod", "container": "container"}
+
+
+def _workload_labels(kind: str, row: WorkloadUsage, p: ProcessSample) -> dict[str, str]:
+    if kind == "slurm":
+        return {"job": row.workload.key}
+    if kind == "pod":
+        return {"pod": pod_name(p), "namespace": p.k8s_namespace or ""}
+    return {"container": short_container(p) or ""}
 
 
 def render(registry: CollectorRegistry) -> bytes:

@@ -1,0 +1,400 @@
+"""Who a GPU process works for: the Slurm job, the Kubernetes pod, the container.
+
+The driver reports host PIDs only. A process's cgroup (``/proc/PID/cgroup``, cgroup v1 or v2)
+names what it runs in; :func:`parse_cgroup` reads the ids from it:
+
+- Slurm: ``/slurm/uid_1000/job_4242/step_0/task_0`` (v1; also ``/slurm_NODE/...``) and
+  ``/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0`` (v2; also
+  ``NODE_slurmstepd.scope``): job ``4242``, step ``0`` (or ``batch``, ``extern`` ...).
+- Kubernetes: ``/kubepods/burstable/pod<uid>/<container-id>`` (cgroupfs driver),
+  ``/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/
+  cri-containerd-<id>.scope`` (systemd driver, the UID's dashes written as ``_``); guaranteed
+  pods have no QoS level, static pods a 32-hex UID.
+- Containers: ``docker-<id>.scope`` / ``/docker/<id>`` (Docker), ``cri-containerd-<id>.scope``
+  (containerd), ``crio-<id>.scope`` (CRI-O), ``libpod-<id>.scope`` (Podman), or a bare 64-hex id
+  ending the path. ``*-conmon-<id>`` scopes are the runtime's monitor, not the container.
+
+Names come from the engines' own state where this user can read it (:class:`AttributionReader`):
+Docker's ``containers/<id>/config.v2.json`` (``Name``, and the pod's labels under a Docker-based
+kubelet); the OCI bundle ``config.json`` of containerd (``<tasks>/<namespace>/<id>/``) and CRI-O
+(``overlay-containers/<id>/userdata/``), whose annotations carry the pod name, namespace and
+container name; Podman's ``overlay-containers/containers.json``; and the kubelet's
+``pods/<uid>/etc-hosts``, whose last line is the pod's hostname (normally the pod name; the
+namespace when the pod has a subdomain). Every root is a parameter, so tests build fake trees.
+
+A PID's cgroup does not change while it lives: callers cache the :class:`Attribution` per process
+(:class:`gputui.host.ProcessEnricher` keeps it with the process's other static facts), and the
+reader caches names per container and per pod, so a steady state reads no file at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_STATE_BYTES = 4 << 20
+"""An engine state file larger than this is not read (a real one is a few tens of kB)."""
+MAX_CACHED = 4096
+"""Names kept per kind (containers, pods) before the cache starts over."""
+
+_SLURM_JOB = re.compile(r"/job_(\d+)(?:/step_([^/]+))?")
+_POD_UID = re.compile(
+    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
+    r"(?=\.slice|/|$)"
+)
+_CONTAINER_ID = re.compile(
+    r"(cri-containerd|containerd|docker|crio|libpod)[-/:]([0-9a-f]{64})(?![0-9a-f])"
+)
+_BARE_ID = re.compile(r"/([0-9a-f]{64})(?:\.scope)?$")
+_RUNTIMES = {
+    "docker": "docker",
+    "cri-containerd": "containerd",
+    "containerd": "containerd",
+    "crio": "cri-o",
+    "libpod": "podman",
+}
+_K8S_MANAGED = "# Kubernetes-managed hosts file"
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """What a process runs in. Every field is None when not known."""
+
+    slurm_job_id: str | None = None
+    slurm_step: str | None = None
+    k8s_pod_uid: str | None = None
+    k8s_pod_name: str | None = None
+    k8s_namespace: str | None = None
+    container_id: str | None = None
+    container_runtime: str | None = None
+    container_name: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.slurm_job_id is None and self.k8s_pod_uid is None and not self.container_id
+
+
+NOTHING = Attribution()
+
+
+def cgroup_paths(text: str) -> list[str]:
+    """The paths of a ``/proc/PID/cgroup`` file: ``0::/path`` (v2), ``4:memory:/path`` (v1)."""
+    paths = []
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and parts[2]:
+            paths.append(parts[2].strip())
+    return paths
+
+
+def parse_cgroup(text: str) -> Attribution:
+    """The ids a cgroup file names (see the module doc for the forms); no names (those need the
+    engines' state, :class:`AttributionReader`)."""
+    job = step = pod = cid = runtime = None
+    for path in cgroup_paths(text):
+        if job is None and "slurm" in path:
+            match = _SLURM_JOB.search(path)
+            if match:
+                job, step = match.group(1), match.group(2)
+        if pod is None and "kubepods" in path:
+            match = _POD_UID.search(path)
+            if match:
+                pod = match.group(1).replace("_", "-")
+        if cid is None:
+            found = _container_of(path)
+            if found is not None:
+                cid, runtime = found
+    return Attribution(
+        slurm_job_id=job,
+        slurm_step=step,
+        k8s_pod_uid=pod,
+        container_id=cid,
+        container_runtime=runtime,
+    )
+
+
+def _container_of(path: str) -> tuple[str, str | None] | None:
+    match = _CONTAINER_ID.search(path)
+    if match:
+        return match.group(2), _RUNTIMES[match.group(1)]
+    match = _BARE_ID.search(path)
+    if match:
+        runtime = "docker" if "/docker/" in path else None
+        return match.group(1), runtime
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Roots:
+    """Where the reader looks (each a parameter, so tests point them at a fake tree)."""
+
+    proc: str = "/proc"
+    docker: str = "/var/lib/docker"
+    kubelet: str = "/var/lib/kubelet"
+    containerd_tasks: str = "/run/containerd/io.containerd.runtime.v2.task"
+    """containerd's runtime v2 task directories: ``<this>/<namespace>/<id>/config.json``."""
+    containers_storage: tuple[str, ...] = ("/run/containers/storage", "/var/lib/containers/storage")
+    """CRI-O's and Podman's storage (run root, then root)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ContainerFacts:
+    name: str | None = None
+    pod_name: str | None = None
+    namespace: str | None = None
+    pod_uid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _PodFacts:
+    name: str | None = None
+    namespace: str | None = None
+
+
+class AttributionReader:
+    """Reads a process's attribution: its cgroup, then names from the engines' state. Names are
+    cached per container id and pod UID (including "not readable"), so each state file is read
+    once. Not thread-safe: one caller (the sampler's thread)."""
+
+    def __init__(
+        self,
+        proc_root: str | None = None,
+        *,
+        docker_root: str | None = None,
+        kubelet_root: str | None = None,
+        containerd_tasks: str | None = None,
+        containers_storage: tuple[str, ...] | None = None,
+    ) -> None:
+        defaults = Roots()
+        self.roots = Roots(
+            proc=proc_root or defaults.proc,
+            docker=docker_root or defaults.docker,
+            kubelet=kubelet_root or defaults.kubelet,
+            containerd_tasks=containerd_tasks or defaults.containerd_tasks,
+            containers_storage=(
+                defaults.containers_storage if containers_storage is None else containers_storage
+            ),
+        )
+        self._containers: dict[str, _ContainerFacts] = {}
+        self._pods: dict[str, _PodFacts] = {}
+        self._podman_names: dict[str, str] | None = None
+        self.files_read = 0
+        """State and cgroup files opened so far (for tests and measurements)."""
+
+    def cgroup_text(self, pid: int) -> str | None:
+        try:
+            with open(f"{self.roots.proc}/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+                self.files_read += 1
+                return f.read(65536)
+        except OSError:
+            return None
+
+    def read(self, pid: int) -> Attribution:
+        """The attribution of ``pid`` (:data:`NOTHING` when its cgroup cannot be read)."""
+        text = self.cgroup_text(pid)
+        if text is None:
+            return NOTHING
+        return self.complete(parse_cgroup(text))
+
+    def complete(self, ids: Attribution) -> Attribution:
+        """``ids`` with the names this node shows (container name, pod name and namespace)."""
+        if ids.empty:
+            return ids
+        container = self._container(ids.container_id, ids.container_runtime, ids.k8s_pod_uid)
+        pod_uid = ids.k8s_pod_uid or container.pod_uid
+        pod_name, namespace = container.pod_name, container.namespace
+        if pod_uid is not None and (pod_name is None or namespace is None):
+            pod = self._pod(pod_uid)
+            pod_name = pod_name or pod.name
+            namespace = namespace or pod.namespace
+        return Attribution(
+            slurm_job_id=ids.slurm_job_id,
+            slurm_step=ids.slurm_step,
+            k8s_pod_uid=pod_uid,
+            k8s_pod_name=pod_name,
+            k8s_namespace=namespace,
+            container_id=ids.container_id,
+            container_runtime=ids.container_runtime,
+            container_name=container.name,
+        )
+
+    # -- containers ------------------------------------------------------------------------------
+
+    def _container(self, cid: str | None, runtime: str | None, pod: str | None) -> _ContainerFacts:
+        if cid is None:
+            return _ContainerFacts()
+        found = self._containers.get(cid)
+        if found is None:
+            found = self._read_container(cid, runtime, in_pod=pod is not None)
+            if len(self._containers) >= MAX_CACHED:
+                self._containers.clear()
+            self._containers[cid] = found
+        return found
+
+    def _read_container(self, cid: str, runtime: str | None, *, in_pod: bool) -> _ContainerFacts:
+        readers = {
+            "docker": self._docker,
+            "containerd": self._containerd,
+            "cri-o": self._crio,
+            "podman": self._podman,
+        }
+        if runtime in readers:
+            order = [readers[runtime]]
+        else:  # a bare id: any engine may own it
+            order = [self._containerd, self._crio, self._docker]
+            if not in_pod:
+                order.append(self._podman)
+        for reader in order:
+            facts = reader(cid)
+            if facts is not None:
+                return facts
+        return _ContainerFacts()
+
+    def _json(self, path: str) -> Any:
+        try:
+            with open(path, "rb") as f:
+                self.files_read += 1
+                data = f.read(MAX_STATE_BYTES + 1)
+        except OSError:
+            return None
+        if len(data) > MAX_STATE_BYTES:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None
+
+    def _docker(self, cid: str) -> _ContainerFacts | None:
+        data = self._json(os.path.join(self.roots.docker, "containers", cid, "config.v2.json"))
+        if not isinstance(data, dict):
+            return None
+        name = _text(data.get("Name"))
+        config = data.get("Config")
+        labels = config.get("Labels") if isinstance(config, dict) else None
+        labels = labels if isinstance(labels, dict) else {}
+        k8s_container = _text(labels.get("io.kubernetes.container.name"))
+        return _ContainerFacts(
+            name=k8s_container or (name.lstrip("/") if name else None),
+            pod_name=_text(labels.get("io.kubernetes.pod.name")),
+            namespace=_text(labels.get("io.kubernetes.pod.namespace")),
+            pod_uid=_text(labels.get("io.kubernetes.pod.uid")),
+        )
+
+    def _containerd(self, cid: str) -> _ContainerFacts | None:
+        root = self.roots.containerd_tasks
+        try:
+            namespaces = sorted(os.listdir(root))
+        except OSError:
+            return None
+        for namespace in namespaces:
+            facts = self._oci_bundle(os.path.join(root, namespace, cid, "config.json"))
+            if facts is not None:
+                return facts
+        return None
+
+    def _crio(self, cid: str) -> _ContainerFacts | None:
+        for root in self.roots.containers_storage:
+            path = os.path.join(root, "overlay-containers", cid, "userdata", "config.json")
+            facts = self._oci_bundle(path)
+            if facts is not None:
+                return facts
+        return None
+
+    def _oci_bundle(self, path: str) -> _ContainerFacts | None:
+        """Names from an OCI runtime spec's annotations (containerd's CRI plugin, CRI-O,
+        nerdctl)."""
+        data = self._json(path)
+        if not isinstance(data, dict):
+            return None
+        notes = data.get("annotations")
+        notes = notes if isinstance(notes, dict) else {}
+
+        def first(*keys: str) -> str | None:
+            for key in keys:
+                value = _text(notes.get(key))
+                if value:
+                    return value
+            return None
+
+        return _ContainerFacts(
+            name=first(
+                "io.kubernetes.cri.container-name", "io.kubernetes.container.name", "nerdctl/name"
+            ),
+            pod_name=first("io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"),
+            namespace=first("io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace"),
+            pod_uid=first("io.kubernetes.cri.sandbox-uid", "io.kubernetes.pod.uid"),
+        )
+
+    def _podman(self, cid: str) -> _ContainerFacts | None:
+        if self._podman_names is None:
+            self._podman_names = {}
+            for root in reversed(self.roots.containers_storage):
+                path = os.path.join(root, "overlay-containers", "containers.json")
+                data = self._json(path)
+                for entry in data if isinstance(data, list) else ():
+                    if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                        names = entry.get("names")
+                        if isinstance(names, list) and names and isinstance(names[0], str):
+                            self._podman_names[entry["id"]] = names[0]
+        name = self._podman_names.get(cid)
+        if name is None:
+            self._podman_names = None  # a container started since: read the list again next time
+            return None
+        return _ContainerFacts(name=name)
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    def _pod(self, uid: str) -> _PodFacts:
+        found = self._pods.get(uid)
+        if found is None:
+            found = self._read_pod(uid)
+            if len(self._pods) >= MAX_CACHED:
+                self._pods.clear()
+            self._pods[uid] = found
+        return found
+
+    def _read_pod(self, uid: str) -> _PodFacts:
+        """The pod's hostname from the kubelet's ``etc-hosts`` (the last line: ``IP  name`` or,
+        with a subdomain, ``IP  name.sub.namespace.svc.domain  name``). A host-network pod's file
+        is the node's own hosts file: it names no pod."""
+        path = os.path.join(self.roots.kubelet, "pods", uid, "etc-hosts")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                self.files_read += 1
+                text = f.read(65536)
+        except OSError:
+            return _PodFacts()
+        lines = [line.strip() for line in text.splitlines()]
+        if not lines or not lines[0].startswith(_K8S_MANAGED) or "host network" in lines[0]:
+            return _PodFacts()
+        entries = [line.split() for line in lines if line and not line.startswith("#")]
+        if not entries or len(entries[-1]) < 2:
+            return _PodFacts()
+        last = entries[-1]
+        name = last[-1]
+        namespace = None
+        for word in last[1:-1]:
+            parts = word.split(".")
+            if len(parts) >= 4 and parts[0] == name and parts[3] == "svc":
+                namespace = parts[2]
+        return _PodFacts(name=name, namespace=namespace)
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+__all__ = [
+    "MAX_CACHED",
+    "NOTHING",
+    "Attribution",
+    "AttributionReader",
+    "Roots",
+    "cgroup_paths",
+    "parse_cgroup",
+]
