@@ -11,6 +11,7 @@ from gputui.format import (
     cell_width,
     clip,
     command_text,
+    fit_command,
     fmt_bytes,
     fmt_bytes_pair,
     fmt_clock,
@@ -203,3 +204,100 @@ def test_a_command_that_cannot_be_read_is_na_even_when_shortened() -> None:
     assert command_text("", "", None, short=True) == NA
     assert command_text(None, None, "5e277ec3818f", short=True) == f"[ctr 5e277ec3] {NA}"
     assert command_text("/bin/x", None, "\x1b[2J\x1b]0;x", short=True) == "[ctr ?[2J?]0;] x"
+
+
+# -- command lines shortened to a width ------------------------------------------------------------
+
+TRAIN = "/opt/conda/bin/python -u train.py --config llama-8b.yaml --local-rank=3"
+VLLM = (
+    "python3 /usr/local/bin/vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8001 "
+    "--gpu-memory-utilization 0.8"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "width", "shown"),
+    [
+        # The middle gives way first; the rank that tells the six processes apart stays.
+        (TRAIN, 40, "python train.py … --local-rank=3"),
+        (TRAIN, 30, "train.py … --local-rank=3"),  # then the interpreter
+        (TRAIN, 80, TRAIN),  # it fits: unchanged
+        (TRAIN, 60, "python -u train.py --config llama-8b.yaml --local-rank=3"),
+        # A value given as the next word, a port, a subcommand, a model name.
+        ("python train.py --data /d --rank 5 --seed 1", 26, "train.py … --rank 5 …"),
+        (VLLM, 30, "vllm serve … --port 8001 …"),
+        (VLLM, 60, "vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8001 …"),
+        # Paths lose their directories, long file and module names their middle.
+        (
+            "python -m ipykernel_launcher -f /home/ana/.local/share/jupyter/runtime/"
+            "kernel-a311c399-1193-4f6f-a608-a5384fc0a486.json",
+            60,
+            "python -m ipykernel_launcher -f …/kernel-a311c…86.json",
+        ),
+        (
+            "python3 -m torch.distributed.run --nproc-per-node 8 finetune.py --rank 5",
+            40,
+            "torch…run … finetune.py --rank 5",
+        ),
+        (
+            "torchrun --nproc-per-node 8 train.py --local_rank 2 --bf16",
+            40,
+            "torchrun … train.py --local_rank 2 …",
+        ),
+        (
+            "/usr/bin/tritonserver --model-repository=/models --http-port 8005",
+            40,
+            "tritonserver … --http-port 8005",
+        ),
+        # Tighter still: the options that tell processes apart lose their dashes.
+        (
+            "/opt/serve/venv/bin/python -m serve.worker --model BAAI/bge-large-en-v1.5 "
+            "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867",
+            39,
+            "serve.worker … local-rank=67 port=22867",
+        ),
+        # A generic script name keeps the directory that names it.
+        (
+            "/opt/tritonserver/backends/python/triton_python_backend_stub "
+            "/models/bge-small-en-v1.5/1/model.py triton_python_backend_shm_region_39_11 "
+            "1048576 1048576 47762 /opt/tritonserver/backends/python 336 bge-small-en-v1.5_0_11",
+            60,
+            "triton_python_backend_stub bge-small-en-v1.5/1/model.py …",
+        ),
+        (
+            "/opt/serve/venv/bin/celery -A tasks worker --pool=solo --hostname=gpu-w79@%h",
+            39,
+            "celery -A tasks … --hostname=gpu-w79@%h",
+        ),
+        # Whatever fits is shown unchanged (whitespace collapsed).
+        ("python  train.py", 40, "python train.py"),
+        # When even the essentials do not fit, the end is cut.
+        ("train.py --local-rank=3", 12, "train.py lo…"),
+        ("x" * 50, 10, "x" * 9 + "…"),
+    ],
+)
+def test_fit_command_keeps_what_tells_processes_apart(command: str, width: int, shown: str) -> None:
+    assert fit_command(command, width) == shown
+    assert cell_width(fit_command(command, width)) <= width
+
+
+def test_fit_command_never_exceeds_the_width() -> None:
+    for command in (TRAIN, VLLM, "名前 --rank 3 " * 5, "a " * 100, "--rank"):
+        for width in range(1, 90):
+            assert cell_width(fit_command(command, width)) <= width
+    assert fit_command(TRAIN, 0) == ""
+
+
+def test_command_text_fits_a_width_and_drops_the_container_tag_first() -> None:
+    cid = "5e277ec3818f"
+    assert (
+        command_text(TRAIN, None, cid, width=60)
+        == "[ctr 5e277ec3] python train.py … --local-rank=3"
+    )
+    assert command_text(TRAIN, None, cid, width=40) == "[ctr 5e277ec3] train.py … --local-rank=3"
+    # The tag would leave too little room for the rank: the command wins.
+    assert command_text(TRAIN, None, cid, width=30) == "train.py … --local-rank=3"
+    assert command_text(None, "Xorg", cid, width=30) == "[ctr 5e277ec3] Xorg"
+    assert command_text(None, None, None, width=2) == NA
+    # Without a width nothing changes (the detail screen shows the whole command).
+    assert command_text(TRAIN, None, None) == TRAIN
