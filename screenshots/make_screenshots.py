@@ -17,6 +17,7 @@ from pathlib import Path
 
 SHOTS: tuple[tuple[str, str, tuple[int, int], tuple[str, ...]], ...] = (
     # (file name, scenario, terminal size, keys pressed before the shot)
+    ("dashboard-200x60", "dgx-h100", (200, 60), ()),
     ("dashboard-120x40", "dgx-h100", (120, 40), ()),
     ("dashboard-80x24", "dgx-h100", (80, 24), ()),
     ("faulty-node", "faulty", (120, 40), ()),

@@ -76,7 +76,7 @@ async def test_first_frame_waits_calmly_then_a_snapshot_fills_the_panels(sim_sam
         title = app.dashboard.title_bar.plain_lines[0]
         assert "22:13:20" in title and "dgx-h100" in title and "8 GPUs" in title
         assert "HOST" in app.dashboard.host_strip.plain_lines[0]
-        assert app.dashboard.process_table.data_table.row_count == len(snapshot.processes)
+        assert app.dashboard.process_table.row_count == len(snapshot.processes)
 
 
 async def test_a_new_snapshot_repaints_only_changed_spans(sim_sampler) -> None:
@@ -191,7 +191,7 @@ async def test_slash_filters_processes_by_text(sim_sampler) -> None:
         await pilot.pause()
         assert table.visible_processes and all(p.user == user for p in table.visible_processes)
         await pilot.press("enter")
-        assert app.focused is table.data_table
+        assert app.focused is table
         await pilot.press("escape")
         assert table.text_filter == "" and not app.dashboard.filter_input.display
 
@@ -406,6 +406,14 @@ def test_layout_choice() -> None:
     assert choose_layout(59, 40, 8).mode == "too-small"
     assert choose_layout(120, 14, 8).mode == "too-small"
     assert choose_layout(60, 15, 8).mode == "compact"
+    # A big terminal: panels with charts, as tall as the process table leaves room for.
+    big = choose_layout(200, 60, 8)
+    assert (big.mode, big.columns, big.panel_height) == ("charts", 2, 11)
+    assert choose_layout(240, 80, 8).panel_height == 16
+    assert choose_layout(200, 50, 8).mode == "normal"  # charts would be too flat
+    # One GPU: the roomy panel grows with the terminal.
+    assert choose_layout(120, 40, 1).panel_height == 27
+    assert choose_layout(200, 60, 1).panel_height == 47
 
 
 @pytest.mark.parametrize(("scenario", "gpus"), [("dgx-h100", 8), ("mi300x", 8), ("a100-pcie", 2)])
@@ -423,6 +431,44 @@ async def test_every_gpu_is_visible_at_every_size(sim_sampler, scenario, gpus, s
             first = p.plain_lines[0]
             assert first.startswith(f"{index} ") or f"─ {index} " in first
             assert first.strip() in text or first in text
+
+
+def rows_with_content(app: GpuTuiApp) -> int:
+    return sum(1 for line in screen_text(app).splitlines() if line.strip())
+
+
+@pytest.mark.parametrize(("scenario", "size"), [("dgx-h100", (200, 60)), ("rtx4090", (200, 60))])
+async def test_a_big_terminal_is_used(sim_sampler, scenario, size) -> None:
+    """At 200x60 at least 85 % of the rows show something (charts grow into the room the
+    process table does not need)."""
+    sampler = sim_sampler(scenario, polls=60)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert rows_with_content(app) >= 0.85 * size[1]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (60, 20), (200, 60)])
+async def test_footer_keys_are_whole_and_nothing_strays(sim_sampler, size) -> None:
+    from gputui.tui.widgets.footer import KeyFooter
+
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(KeyFooter)
+        line = screen_text(app).splitlines()[-1]
+        assert len(line) == size[0]
+        shown = footer.shown_keys
+        assert "q Quit" in shown and "? Help" in shown
+        for key in shown:  # every key and its whole description
+            assert f"{key} " in line
+        # The palette key sits at the right edge, with nothing under or after it.
+        assert line.endswith("▏^p palette ")
+        keys_end = line.index("▏^p palette")
+        assert line[:keys_end].rstrip() == " ".join(shown)
+        if size[0] <= 80:
+            assert len(shown) < 10  # the rest are in the help (?) and the palette
 
 
 async def test_resize_to_80x24_switches_to_compact_rows(sim_sampler) -> None:

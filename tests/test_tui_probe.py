@@ -15,6 +15,7 @@ from gputui.tui.commands import gputui_commands
 from gputui.tui.screens import probe as probe_mod
 from gputui.tui.screens.help import key_rows
 from gputui.tui.screens.probe import (
+    BUSY_SHORT,
     BUSY_TEXT,
     CPU_VERDICT,
     ProbeEvent,
@@ -283,7 +284,11 @@ async def test_cpu_run_has_no_spec(sim_sampler) -> None:
         await pilot.pause()
         (row,) = table_rows(screen)
         assert row[0] == "CPU" and row[3] == "—" and row[5] == CPU_VERDICT
-        assert "CPU: 1 results measured on the CPU" in screen.summary_text
+        assert screen.summary_text.startswith("CPU run: 1 result measured on this machine's CPU")
+        assert "no spec comparison" in screen.summary_text
+        title = str(screen.query_one("#probe-title").render())
+        assert "CPU run" in title and "no real GPU" in title
+        assert "not judged: CPU run" in row[6]
 
 
 async def test_what_fits_matches_fit_module(sim_sampler) -> None:
@@ -414,3 +419,158 @@ async def test_real_cpu_child_runs_and_cancels(sim_sampler) -> None:
         runner = session.runner
         assert runner is not None and runner.cancelled
         await _wait(pilot, lambda: all(c.proc.poll() is not None for c in runner._children), 15)
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24)])
+async def test_probe_is_usable_in_a_small_terminal(sim_sampler, size) -> None:
+    """Narrow: the pickers side by side, Start on screen under the tests, "what fits" below
+    them across the width (readable, not four columns wide); the body scrolls to the rest."""
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=size) as pilot:
+        screen = await open_probe(app, pilot)
+        assert screen.has_class("-narrow")
+        start = screen.query_one("#probe-start")
+        footer_y = size[1] - 1
+        assert start.region.height == 1 and 0 < start.region.bottom <= footer_y
+        assert start.region.right <= size[0]
+        gpus = screen.query_one("#probe-gpus")
+        assert gpus.region.width >= 30 and gpus.region.right <= size[0]
+        prompt = str(gpus.get_option_at_index(0).prompt)
+        assert prompt.endswith(BUSY_SHORT if size[0] < 78 else BUSY_TEXT)
+        screen_lines = [s.text for s in app.screen._compositor.render_strips()]
+        assert any(prompt in line for line in screen_lines)  # whole, beside the tests
+        fits = screen.query_one("#probe-fits")
+        assert fits.region.width >= size[0] - 3
+        # The button on screen starts the run.
+        FakeSession.instances.clear()
+        assert await pilot.click("#probe-start")
+        await pilot.pause()
+        assert FakeSession.instances and FakeSession.instances[-1].started is not None
+        body = screen.query_one("#probe-body")
+        body.scroll_end(animate=False)
+        await pilot.pause()
+        summary = screen.query_one("#probe-summary")
+        assert summary.region.height > 0 and summary.region.bottom <= footer_y
+
+
+# -- the command's rules, on the screen ------------------------------------------------------------
+
+
+async def test_lost_gpu_is_listed_but_cannot_be_probed(sim_sampler, monkeypatch) -> None:
+    """The faulty node's GPU 3 falls off the bus: listed with the reason, not selectable, and a
+    Start with it picked runs the others only (the command refuses it the same way)."""
+    from gputui.probe.runner import unusable_label
+
+    sampler = sim_sampler("faulty", polls=6)
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        assert app.latest.sample(3).lost
+        assert (
+            screen.unusable == {3: unusable_label(app.latest, 3)} == {3: "lost: fell off the bus"}
+        )
+        gpus = screen.query_one("#probe-gpus")
+        option = gpus.get_option("3")
+        assert option.disabled and "lost: fell off the bus" in str(option.prompt)
+        assert 3 not in gpus.selected
+        gpus.select(0)
+        gpus.select(3)  # however it got checked, it is refused at Start
+        tests = screen.query_one("#probe-tests")
+        tests.deselect_all()
+        tests.select("memory_copy")
+        await pilot.press("enter")
+        await pilot.pause()
+        session = FakeSession.instances[-1]
+        assert session.started is not None and 3 not in session.started[0]
+        assert 0 in session.started[0]
+
+
+async def test_gpu_lost_after_the_screen_opened_is_relisted(sim_sampler, monkeypatch) -> None:
+    import dataclasses
+
+    from gputui.tui.messages import SnapshotReady
+
+    sampler = sim_sampler("dgx-h100", polls=3)
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        assert screen.unusable == {}
+        snap = app.latest
+        lost = dataclasses.replace(snap.sample(5), lost=True, error="fallen off the bus")
+        gpus = tuple(lost if s.index == 5 else s for s in snap.gpus)
+        app.post_message(SnapshotReady(dataclasses.replace(snap, gpus=gpus)))
+        await pilot.pause()
+        option = screen.query_one("#probe-gpus").get_option("5")
+        assert screen.unusable == {5: "lost: fell off the bus"} and option.disabled
+
+
+async def test_screen_judges_like_the_command(sim_sampler, monkeypatch) -> None:
+    """The same results give the same spec, expected share, verdict and judgement text on the
+    screen and in ``gputui probe`` (one judge), P2P rows name their destination GPU."""
+    from gputui.probe.report import judge_runs
+    from gputui.probe.runs import GpuRun, Measurement, Target
+
+    sampler = sim_sampler("dgx-h100", polls=3)
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.start([0, 1], ["memory_copy", "p2p", "matmul_bf16"])
+        await pilot.pause()
+        session = FakeSession.instances[-1]
+        msgs = {
+            0: [
+                result("memory_copy", 2600.0, "GB/s"),
+                protocol.Result("p2p", 390.0, "GB/s", "copy", {"peer": 1}, 10, 1.0),
+                result("matmul_bf16", 700.0, "TFLOPS"),
+            ],
+            1: [
+                result("memory_copy", 2550.0, "GB/s"),
+                protocol.Result("p2p", 280.0, "GB/s", "copy", {"peer": 0}, 10, 1.0),
+                result("matmul_bf16", 690.0, "TFLOPS"),
+            ],
+        }
+        for gpu, results in msgs.items():
+            session.feed(gpu, [hello(gpu, ["memory_copy", "p2p", "matmul_bf16"]), *results])
+            session.feed(gpu, [protocol.Done(3.0)])
+        await pilot.pause()
+        node = app.latest.node
+        runs = {
+            g: GpuRun(
+                Target(g, f"cuda:{g}", f"GPU {g}"), measurements=[Measurement(r, 0.0) for r in rs]
+            )
+            for g, rs in msgs.items()
+        }
+        command = judge_runs(runs, node)
+        screen_judged = screen.state.judged()
+        key = lambda j: (j.gpu, j.test, j.spec, j.expected, j.verdict, j.judgement)  # noqa: E731
+        assert [key(j) for j in screen_judged] == [key(j) for j in command]
+        p2p = [j for j in screen_judged if j.test == "p2p"]
+        assert [j.spec for j in p2p] == [pytest.approx(450.0)] * 2  # NVSwitch: 18 links each
+        assert p2p[1].verdict == "LOW" and p2p[0].verdict == "OK"
+        rows = table_rows(screen)
+        assert rows[1][1] == "P2P GPU ↔ GPU → GPU 1" and "judged: spec 450 GB/s" in rows[1][6]
+        assert "NVSwitch: min(18, 18) links" in rows[1][6]
+
+
+async def test_warm_up_skip_is_a_note_not_a_test(sim_sampler) -> None:
+    state = ProbeRunState(sim_sampler("dgx-h100", polls=1).poll().node)
+    state.begin([0], ["matmul_bf16"], None)
+    state.apply(0, protocol.Skipped(protocol.WARMUP, "out of memory after 3 retries"))
+    assert state.runs[0].finished == set() and state.runs[0].progress == 0
+    assert state.notes == ["GPU 0: warm-up skipped (out of memory after 3 retries)"]
+
+
+def test_screen_children_see_only_the_picked_gpus(sim_sampler) -> None:
+    class Screen:
+        node = sim_sampler("dgx-h100", polls=1).poll().node
+
+    session = SubprocessProbeSession(Screen(), python="/py")  # type: ignore[arg-type]
+    plan = session.plan([3, 0])
+    assert plan is not None and plan.pinned
+    uuids = [Screen.node.gpu(3).uuid, Screen.node.gpu(0).uuid]
+    assert plan.visible == {"CUDA_VISIBLE_DEVICES": ",".join(uuids)}
+    assert [(t.gpu, t.device) for t in plan.targets] == [(3, "cuda:0"), (0, "cuda:1")]

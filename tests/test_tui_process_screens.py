@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import Button, Label, Sparkline, Static
+from textual.widgets import Button, Label, Static
 
 from gputui.format import fmt_bytes
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
 from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
-from gputui.tui.screens.process_detail import ProcessDetailScreen
+from gputui.tui.screens.process_detail import ProcessChart, ProcessDetailScreen
 
 GiB = 1024**3
 T0 = 1_700_000_000.0
@@ -58,6 +58,10 @@ def text_of(widget: Static) -> str:
     return str(widget.render())
 
 
+def known(values: list[float]) -> list[float]:
+    return [v for v in values if v == v]
+
+
 class HostApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Label("dashboard")
@@ -84,25 +88,23 @@ async def test_detail_shows_process_and_history() -> None:
         assert LONG_COMMAND.split()[-1] in info
         assert text_of(screen.query_one("#detail-status", Label)) == "running"
 
-        memory_label = text_of(screen.query(".detail-plot-label").first(Label))
+        chart = screen.query_one("#plot-gpu_memory_bytes", ProcessChart)
+        memory_label = chart.plain_lines[0]
+        assert memory_label.startswith("GPU memory")
         assert f"now {fmt_bytes(2 * GiB)}" in memory_label
         assert f"min {fmt_bytes(GiB)}" in memory_label
         assert f"max {fmt_bytes(3 * GiB)}" in memory_label
-        assert list(screen.query_one("#plot-gpu_memory_bytes", Sparkline).data) == [
-            GiB,
-            3 * GiB,
-            2 * GiB,
-        ]
+        assert known(chart.values) == [GiB, 3 * GiB, 2 * GiB]  # a reading a column
 
         # A new reading updates numbers and plots.
         newer = proc(gpu_memory_bytes=5 * GiB)
         history.record(snap(newer, ts=T0 + 3))
         screen.update_snapshot(snap(newer, ts=T0 + 3))
         await pilot.pause()
-        memory_label = text_of(screen.query(".detail-plot-label").first(Label))
+        memory_label = chart.plain_lines[0]
         assert f"now {fmt_bytes(5 * GiB)}" in memory_label
         assert f"max {fmt_bytes(5 * GiB)}" in memory_label
-        assert list(screen.query_one("#plot-gpu_memory_bytes", Sparkline).data)[-1] == 5 * GiB
+        assert known(chart.values)[-1] == 5 * GiB
 
 
 async def test_detail_reports_exit_calmly_and_closes() -> None:
@@ -120,7 +122,7 @@ async def test_detail_reports_exit_calmly_and_closes() -> None:
         status = screen.query_one("#detail-status", Label)
         assert text_of(status) == "process exited"
         assert screen.exited
-        memory_label = text_of(screen.query(".detail-plot-label").first(Label))
+        memory_label = screen.query_one("#plot-gpu_memory_bytes", ProcessChart).plain_lines[0]
         assert f"last {fmt_bytes(2 * GiB)}" in memory_label
 
         # A new process that reuses the PID is not the one we were showing.
@@ -200,3 +202,54 @@ async def test_confirm_with_push_screen_wait() -> None:
         await pilot.press("k")
         await app.workers.wait_for_complete()
     assert results == [signal.SIGKILL]
+
+
+async def test_detail_charts_scale_from_zero_with_labelled_axes() -> None:
+    """A 59.9–60.3 GB wobble on an 80 GB GPU is a flat line at three quarters of the height, not
+    a plot filling it; the scale says 0 and the GPU's memory, the time axis how long ago."""
+    history = History()
+    total = 80 * GiB
+    used, free = 61 * GiB, 19 * GiB
+    wobble = [59.9, 60.3, 60.0, 60.2, 59.9, 60.3] * 10
+    for i, gb in enumerate(wobble):
+        sample = proc(gpu_memory_bytes=int(gb * GiB), sm_pct=40.0 + i % 3, cpu_pct=250.0)
+        history.record(
+            Snapshot(
+                timestamp=T0 + i,
+                node=NODE,
+                gpus=(
+                    GpuSample(
+                        index=0, timestamp=T0 + i, memory_used_bytes=used, memory_free_bytes=free
+                    ),
+                ),
+                processes=(sample,),
+            )
+        )
+    latest = Snapshot(
+        timestamp=T0 + 59,
+        node=NODE,
+        gpus=(
+            GpuSample(index=0, timestamp=T0 + 59, memory_used_bytes=used, memory_free_bytes=free),
+        ),
+        processes=(sample,),
+    )
+    app = HostApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        screen = ProcessDetailScreen(sample, history)
+        await app.push_screen(screen)
+        screen.update_snapshot(latest)
+        await pilot.pause()
+        lines = screen.query_one("#plot-gpu_memory_bytes", ProcessChart).plain_lines
+        plot = lines[1:-1]
+        assert plot[0].startswith(fmt_bytes(total)) and plot[-1].lstrip().startswith("0B")
+        # Every column at the same height, three quarters up: the top row empty, the bottom full.
+        columns = [line.split("▕", 1)[1] for line in plot]
+        assert columns[0].strip() == ""
+        assert set(columns[-1].strip()) == {"█"}
+        assert len(columns[-1].strip()) == len(wobble)
+        assert lines[-1].rstrip().endswith("now") and "-30s" in lines[-1]
+
+        sm = screen.query_one("#plot-sm_pct", ProcessChart).plain_lines
+        assert sm[1].lstrip().startswith("100%") and sm[-2].lstrip().startswith("0%")
+        cpu = screen.query_one("#plot-cpu_pct", ProcessChart).plain_lines
+        assert cpu[1].lstrip().startswith("300%")  # several cores: a round number above the largest

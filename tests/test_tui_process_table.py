@@ -1,4 +1,5 @@
-"""ProcessTable: diffing, cursor stability, sorting, filtering, cheap no-op refreshes, selection."""
+"""ProcessTable: rows in place, cursor stability, sorting, filtering, cheap no-op refreshes,
+selection, thousands of rows, commands shortened to the column."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
 
 from gputui.format import fmt_bytes
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
@@ -52,32 +52,18 @@ class TableApp(App[None]):
 
 
 def pids(table: ProcessTable) -> list[int]:
-    """PIDs in display order, read back from the DataTable itself."""
-    dt = table.data_table
-    return [int(dt.get_row_at(i)[COLUMN_KEYS.index("pid")].plain) for i in range(dt.row_count)]
+    """PIDs in display order."""
+    return [int(key.split(":")[0]) for key in table.row_keys]
+
+
+def shown_pids(table: ProcessTable) -> list[int]:
+    """PIDs of the rows drawn on screen, read back from the lines the table drew."""
+    pid_x = table.header_x("pid")
+    return [int(line[pid_x : pid_x + 7]) for line in table.plain_lines[1:] if line[pid_x:].strip()]
 
 
 def cell(table: ProcessTable, key: str, column: str) -> str:
-    return table.data_table.get_cell(key, column).plain
-
-
-class CallSpy:
-    """Counts calls to the DataTable methods that change it."""
-
-    METHODS = ("update_cell", "add_row", "remove_row", "sort", "clear", "move_cursor")
-
-    def __init__(self, dt: DataTable, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[str] = []
-        for name in self.METHODS:
-            original = getattr(dt, name)
-            monkeypatch.setattr(dt, name, self._wrap(name, original))
-
-    def _wrap(self, name: str, original: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return original(*args, **kwargs)
-
-        return wrapper
+    return table.cell_text(key, column).strip()
 
 
 async def test_rows_added_updated_removed() -> None:
@@ -94,7 +80,8 @@ async def test_rows_added_updated_removed() -> None:
         assert pids(table) == [30, 10]
         assert cell(table, "10:0", "gpu_mem") == fmt_bytes(512 * MiB)
         assert cell(table, "30:1", "gpu") == "1"
-        assert table.data_table.row_count == 2  # PID 20 vanished without fuss
+        assert table.row_count == 2  # PID 20 vanished without fuss
+        assert shown_pids(table) == [30, 10]
 
 
 async def test_cell_texts() -> None:
@@ -151,7 +138,7 @@ async def test_cursor_follows_process_when_rows_reorder() -> None:
         table.update_processes(snap(proc(1, mem=3 * GiB), proc(2, mem=5 * GiB), proc(3, mem=GiB)))
         await pilot.pause()
         assert pids(table) == [2, 1, 3]
-        assert table.data_table.cursor_row == 0
+        assert table.cursor_row == 0
         assert table.selected_process.pid == 2
         assert table.selected_process.gpu_memory_bytes == 5 * GiB  # the fresh sample
 
@@ -170,7 +157,7 @@ async def test_cursor_follows_process_when_another_row_goes() -> None:
         table.update_processes(snap(proc(2, mem=2 * GiB), proc(3, mem=GiB), proc(4, mem=1)))
         await pilot.pause()
         assert pids(table) == [2, 3, 4]
-        assert table.data_table.cursor_row == 1
+        assert table.cursor_row == 1
         assert table.selected_process.pid == 3
 
         table.update_processes(snap(proc(2, mem=2 * GiB), proc(3, mem=GiB)))
@@ -214,8 +201,8 @@ async def test_sort_keys_numeric_with_none_last_and_reverse() -> None:
         table.sort_by("pid")  # ascending, numeric: 7, 9, 10, 100 (as text: 10, 100, 7, 9)
         await pilot.pause()
         assert pids(table) == [7, 9, 10, 100]
-        header = table.data_table.columns[table.data_table.ordered_columns[1].key].label.plain
-        assert header == "PID ▲"
+        assert "PID ▲" in table.plain_lines[0]
+        assert "GPU MEM ▼" not in table.plain_lines[0]
 
 
 async def test_sort_cycles_through_every_column() -> None:
@@ -228,15 +215,6 @@ async def test_sort_cycles_through_every_column() -> None:
             seen.append(table.sort_column)
         assert seen[-1] == seen[0]
         assert sorted(set(seen)) == sorted(COLUMN_KEYS)
-
-
-def header_offset(dt: DataTable, column_key: str) -> tuple[int, int]:
-    x = 0
-    for column in dt.ordered_columns:
-        if column.key.value == column_key:
-            return (x + 1, 0)
-        x += column.get_render_width(dt)
-    raise AssertionError(column_key)
 
 
 async def test_sort_by_header_click() -> None:
@@ -252,20 +230,26 @@ async def test_sort_by_header_click() -> None:
             )
         )
         await pilot.pause()
-        dt = table.data_table
-        assert await pilot.click(DataTable, offset=header_offset(dt, "cpu"))
+        assert await pilot.click(ProcessTable, offset=(table.header_x("cpu") + 1, 0))
         await pilot.pause()
         assert (table.sort_column, table.sort_reverse) == ("cpu", True)
         assert pids(table) == [1, 3, 4, 2]
         # A second click on the same header reverses it.
-        assert await pilot.click(DataTable, offset=header_offset(dt, "cpu"))
+        assert await pilot.click(ProcessTable, offset=(table.header_x("cpu") + 1, 0))
         await pilot.pause()
         assert (table.sort_column, table.sort_reverse) == ("cpu", False)
         assert pids(table) == [4, 3, 1, 2]
 
-        assert await pilot.click(DataTable, offset=header_offset(dt, "user"))
+        assert await pilot.click(ProcessTable, offset=(table.header_x("user") + 1, 0))
         await pilot.pause()
         assert table.sort_column == "user"
+        # A click on a row moves the cursor there; a second click on it selects it.
+        assert await pilot.click(ProcessTable, offset=(3, 2))
+        await pilot.pause()
+        assert table.cursor_row == 1 and app.selected == []
+        assert await pilot.click(ProcessTable, offset=(3, 2))
+        await pilot.pause()
+        assert [p.pid for p in app.selected] == [table.visible_processes[1].pid]
 
 
 async def test_gpu_and_text_filters() -> None:
@@ -280,9 +264,8 @@ async def test_gpu_and_text_filters() -> None:
             )
         )
         await pilot.pause()
-        empty = table.query_one(".process-table--empty")
         assert sorted(pids(table)) == [11, 12, 13]
-        assert not empty.display
+        assert table.empty_text == ""
 
         table.gpu_filter = 1
         await pilot.pause()
@@ -305,45 +288,48 @@ async def test_gpu_and_text_filters() -> None:
         table.text_filter = "foo"
         await pilot.pause()
         assert pids(table) == []
-        assert empty.display
-        assert str(empty.render()) == "no processes match 'foo'"
+        assert table.empty_text == "no processes match 'foo'"
+        assert table.plain_lines[1].strip() == "no processes match 'foo'"
         table.text_filter = "[b"  # not markup
         await pilot.pause()
-        assert str(empty.render()) == "no processes match '[b'"
+        assert table.plain_lines[1].strip() == "no processes match '[b'"
         table.text_filter = ""
         table.gpu_filter = 3
         await pilot.pause()
-        assert str(empty.render()) == "no processes on GPU 3"
+        assert table.empty_text == "no processes on GPU 3"
         table.gpu_filter = None
         await pilot.pause()
         assert sorted(pids(table)) == [11, 12, 13]
-        assert not empty.display
+        assert table.empty_text == ""
 
 
-async def test_unchanged_snapshot_touches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_unchanged_snapshot_touches_nothing() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.query_one(ProcessTable)
         table.update_processes(snap(proc(1, mem=2 * GiB, cpu_pct=10.2), proc(2, mem=GiB)))
         await pilot.pause()
-        spy = CallSpy(table.data_table, monkeypatch)
-        updates_before = table.data_table._update_count
+        spans_before = table.spans_refreshed
+        lines_before = table.plain_lines
 
-        # New objects, a later timestamp, values that format the same: nothing to do.
+        # New objects, a later timestamp, values that format the same: nothing to repaint.
         table.update_processes(
             snap(proc(1, mem=2 * GiB, cpu_pct=10.4), proc(2, mem=GiB), ts=T0 + 0.5)
         )
         await pilot.pause()
-        assert spy.calls == []
-        assert table.data_table._update_count == updates_before
+        assert table.spans_refreshed == spans_before
+        assert table.plain_lines == lines_before
 
-        # One visible change: exactly one cell update, no re-sort, no cursor move.
+        # One visible change: one span of one line is repainted, no re-sort, no cursor move.
         table.update_processes(
             snap(proc(1, mem=2 * GiB, cpu_pct=55.0), proc(2, mem=GiB), ts=T0 + 0.7)
         )
         await pilot.pause()
-        assert spy.calls == ["update_cell"]
+        assert table.spans_refreshed == spans_before + 1
         assert cell(table, "1:0", "cpu") == "55%"
+        after = table.plain_lines
+        changed = [i for i, (a, b) in enumerate(zip(lines_before, after, strict=True)) if a != b]
+        assert changed == [1]
 
 
 async def test_enter_posts_selected() -> None:
@@ -367,7 +353,8 @@ async def test_empty_table_has_no_selection() -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert app.selected == []
-        assert str(table.query_one(".process-table--empty").render()) == "no GPU processes"
+        assert table.empty_text == "no GPU processes"
+        assert table.plain_lines[1].strip() == "no GPU processes"
 
 
 def test_sort_processes_orders_text_case_insensitively_with_none_last() -> None:
@@ -386,16 +373,91 @@ async def test_narrow_table_keeps_the_command_and_the_selection() -> None:
         await pilot.pause()
         await pilot.press("down")  # select PID 20
         assert table.selected_process.pid == 20
-        assert "time" in table.data_table.columns
+        assert "time" in table.column_keys
 
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        keys = [key.value for key in table.data_table.columns]
+        keys = table.column_keys
         assert "command" in keys and not {"type", "rss", "time"} & set(keys)
         assert table.selected_process.pid == 20
         assert cell(table, "10:0", "command") == "python train_10.py"
 
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
-        assert "time" in table.data_table.columns
+        assert "time" in table.column_keys
         assert table.selected_process.pid == 20
+
+
+# -- many processes --------------------------------------------------------------------------------
+
+
+def crowd(n: int, ts: float = T0) -> Snapshot:
+    """``n`` processes on two GPUs: distinct memory sizes, ranks in their command lines."""
+    processes = tuple(
+        proc(
+            1000 + i,
+            gpu=i % 2,
+            mem=(i + 1) * MiB,
+            command=f"/opt/conda/bin/python -u /home/a/train.py --config big.yaml --local-rank={i}",
+            container_id="5e277ec3818f",
+        )
+        for i in range(n)
+    )
+    return snap(*processes, ts=ts)
+
+
+async def test_two_thousand_processes_scroll_sort_and_filter(monkeypatch) -> None:
+    from gputui.tui.widgets import process_table as module
+
+    calls = []
+    real = module.command_text
+    monkeypatch.setattr(module, "command_text", lambda *a, **k: calls.append(a) or real(*a, **k))
+    app = TableApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(crowd(2000))
+        await pilot.pause()
+        assert table.row_count == 2000
+        page = table.size.height - 1
+        assert shown_pids(table) == [1000 + i for i in range(1999, 1999 - page, -1)]
+        # Only the rows in view were formatted.
+        assert 0 < len(calls) <= page
+        assert table.plain_lines[1].rstrip().endswith("┃")  # a scroll bar, at the top
+
+        await pilot.press("end")
+        assert table.selected_process.pid == 1000
+        assert shown_pids(table)[-1] == 1000 and table.top_row == 2000 - page
+        assert table.plain_lines[-1].rstrip().endswith("┃")
+        await pilot.press("home", "pagedown")
+        assert table.cursor_row == page - 1 and table.top_row == page - 1
+        await pilot.press("pageup")
+        assert table.cursor_row == 0 and table.top_row == 0
+
+        table.gpu_filter = 1
+        await pilot.pause()
+        assert table.row_count == 1000 and all(p.gpu_index == 1 for p in table.visible_processes)
+        table.text_filter = "rank=1999"
+        await pilot.pause()
+        assert pids(table) == [2999]
+        table.gpu_filter = None
+        table.text_filter = ""
+        await pilot.press("s")  # SM%: all equal, ties by (GPU, PID)
+        await pilot.pause()
+        assert table.sort_column == "sm"
+        assert table.visible_processes[0].pid == 1000 and table.visible_processes[1].pid == 1002
+
+
+async def test_the_command_column_keeps_what_tells_processes_apart() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(crowd(8))
+        await pilot.pause()
+        commands = [cell(table, f"{1000 + i}:{i % 2}", "command") for i in range(8)]
+        assert all(c.endswith(f"--local-rank={i}") for i, c in enumerate(commands))
+        assert commands[3] == "[ctr 5e277ec3] train.py … --local-rank=3"
+        for line in table.plain_lines:
+            assert len(line) == table.size.width
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert cell(table, "1003:1", "command") == "train.py … --local-rank=3"

@@ -31,6 +31,12 @@ def test_dgx_h100_80x24(snap_compare, sim_sampler) -> None:
     assert snap_compare(dashboard(sim_sampler, "dgx-h100"), terminal_size=(80, 24))
 
 
+def test_dgx_h100_200x60(snap_compare, sim_sampler) -> None:
+    """A big terminal: two columns of panels with charts of utilization, memory, power and
+    temperature (scale, time axis), the process table with whole command lines."""
+    assert snap_compare(dashboard(sim_sampler, "dgx-h100"), terminal_size=(200, 60))
+
+
 def test_rtx4090_roomy_120x40(snap_compare, sim_sampler) -> None:
     """One GPU: every field with its label and multi-row history plots."""
     assert snap_compare(dashboard(sim_sampler, "rtx4090"), terminal_size=(120, 40))
@@ -178,7 +184,7 @@ def test_topology_mi300x_120x40(snap_compare, sim_sampler) -> None:
 def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
     """gputui --replay: a three-minute recording of the simulated DGX played from 0:30 for a
     minute, then paused at 1:30 and set to ×4. The title bar shows "REPLAY 00:01:30 / 00:02:59
-    ×4 paused" instead of the interval; the footer starts with the seek keys."""
+    ×4 paused" instead of the interval; the footer has play/pause and the seek keys."""
     from gputui.backends.replay import ReplayBackend
     from gputui.record import Recorder
     from gputui.session import sampler_for
@@ -227,3 +233,31 @@ def test_probe_dgx_h100_120x40(snap_compare, sim_sampler, monkeypatch) -> None:
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(120, 40))
+
+
+def test_probe_dgx_h100_60x20(snap_compare, sim_sampler) -> None:
+    """Key p in a 60x20 terminal: GPUs and tests side by side (busy GPUs marked "busy
+    (--force)"), Start under the tests on screen, "what fits" below across the width; the body
+    scrolls."""
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, press=["p"], terminal_size=(60, 20))
+
+
+def test_probe_dgx_h100_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
+    """Key p at 80x24 with canned results: the pickers with the busy reason in full, Start on
+    screen, "what fits" under them (not squeezed to four columns)."""
+    from tests.test_tui_probe import TESTS, canned_session
+
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100", probe_session=canned_session)
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.start([0, 1], TESTS)  # type: ignore[attr-defined]
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))

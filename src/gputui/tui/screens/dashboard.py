@@ -2,8 +2,10 @@
 
 Nothing here recomposes on a tick. :meth:`DashboardScreen.apply` hands each snapshot to widgets
 created once (references cached at construction), inside ``App.batch_update()``, and the panels
-repaint only the cells that changed. The layout (compact rows, framed panels or roomy panels, and
-how many columns) is chosen from the terminal size and the GPU count on resize, never per tick.
+repaint only the cells that changed. The layout (compact rows, framed panels, panels with charts or
+roomy panels, how many columns and how tall) is chosen from the terminal size and the GPU count
+on resize, never per tick: in a big terminal the panels take every line the process table does
+not need, with charts that grow with them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from gputui.health.rollup import gpu_status, node_summary
 from gputui.history import History
@@ -26,6 +28,7 @@ from gputui.model import NodeInfo, ProcessSample, Snapshot
 from gputui.tui.messages import SignalRequested
 from gputui.tui.replay import ReplayStatus
 from gputui.tui.widgets.findings_strip import FindingsStrip
+from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
@@ -44,10 +47,13 @@ TOO_SMALL_TEXT = f"terminal too small for gputui — make it at least {MIN_WIDTH
 
 PANEL_MIN_WIDTH = 56
 """Narrowest framed panel; below this, GPUs are shown as compact rows."""
+CHART_PANEL_MIN_WIDTH = 80
+"""Narrowest panel with charts beside each other (four in a row, or two by two)."""
 COMPACT_MIN_WIDTH = 80
 NORMAL_HEIGHT = 6
 ROOMY_MIN_HEIGHT = 12
-ROOMY_MAX_HEIGHT = 22
+CHARTS_MIN_HEIGHT = 11
+"""Shortest panel with charts: frame, bars in two lines, charts of three plot rows."""
 FIXED_LINES = 3
 """Title bar, host strip, footer."""
 NORMAL_MIN_TABLE = 6
@@ -58,13 +64,14 @@ ROOMY_MIN_TABLE = 10
 class Layout:
     """How the GPU panels are laid out for one terminal size."""
 
-    mode: str  # "compact" | "normal" | "roomy" | "too-small"
+    mode: str  # "compact" | "normal" | "charts" | "roomy" | "too-small"
     columns: int = 1
     panel_height: int = 1
 
 
 def choose_layout(width: int, height: int, gpus: int) -> Layout:
-    """Roomy panels when they fit with a useful process table, framed panels when those do,
+    """Roomy panels (one or two GPUs) or panels with charts (more GPUs) when they fit with a
+    useful process table, as tall as the terminal allows; framed panels when those fit;
     compact rows otherwise; a message when the terminal is too small for anything."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         return Layout("too-small")
@@ -74,7 +81,11 @@ def choose_layout(width: int, height: int, gpus: int) -> Layout:
     if width >= PANEL_MIN_WIDTH:
         room = height - FIXED_LINES - ROOMY_MIN_TABLE
         if n <= 2 and room // rows >= ROOMY_MIN_HEIGHT:
-            return Layout("roomy", cols, min(room // rows, ROOMY_MAX_HEIGHT))
+            return Layout("roomy", cols, room // rows)
+        chart_cols = max(1, min(n, (width + 1) // (CHART_PANEL_MIN_WIDTH + 1)))
+        chart_rows = math.ceil(n / chart_cols)
+        if n > 2 and room // chart_rows >= CHARTS_MIN_HEIGHT:
+            return Layout("charts", chart_cols, room // chart_rows)
         if rows * NORMAL_HEIGHT + FIXED_LINES + NORMAL_MIN_TABLE <= height:
             return Layout("normal", cols, NORMAL_HEIGHT)
     compact_cols = max(1, min(n, width // COMPACT_MIN_WIDTH))
@@ -147,7 +158,7 @@ class DashboardScreen(Screen[None]):
             yield self.process_table
             yield self.filter_input
         yield self.too_small
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.filter_input.display = False
@@ -169,6 +180,9 @@ class DashboardScreen(Screen[None]):
         self.set_classes(classes)
         if choice.mode != "too-small":
             rows = math.ceil(max(len(self.panels), 1) / choice.columns)
+            form = "charts" if choice.mode == "charts" else "auto"
+            for panel in self.panels.values():
+                panel.set_form(form)
             self._grid.styles.grid_size_columns = choice.columns
             self._grid.styles.grid_rows = str(choice.panel_height)
             self._grid.styles.height = rows * choice.panel_height

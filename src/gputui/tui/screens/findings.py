@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui.format import finding_text, fmt_clock, sanitize
@@ -32,6 +32,7 @@ from gputui.health.rollup import (
 )
 from gputui.model import Finding, Snapshot
 from gputui.tui.messages import AcknowledgeFindings
+from gputui.tui.widgets.footer import KeyFooter
 
 SEVERITY_STYLE = {
     "fail": "$text-error bold",
@@ -137,7 +138,7 @@ class FindingsScreen(Screen[None]):
         yield self.title_line
         yield self.option_list
         yield self.empty
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.option_list.focus()

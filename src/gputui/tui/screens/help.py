@@ -30,8 +30,11 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "uncorrected ECC errors (volatile/aggregate, highlighted when above 0); active throttle "
         "reasons in words (trouble ones highlighted and marked '!'); MIG slices. A GPU that "
         "stopped answering shows 'LOST — fell off the bus'. 'n/a' means the driver does not "
-        "report that value. Small terminals show one compact row per GPU; a single GPU gets "
-        "a roomy view with every field and bigger plots. Click a panel to select its GPU.",
+        "report that value. Small terminals show one compact row per GPU; big ones add charts "
+        "of utilization, memory, power and temperature under the bars (0 to 100 %, to the "
+        "power limit, to the slowdown temperature; each column the mean of a few seconds, "
+        "'now' on the right), growing with the terminal; one or two GPUs get a roomy view with "
+        "every field and the same charts. Click a panel to select its GPU.",
     ),
     (
         "Health",
@@ -85,7 +88,10 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
     (
         "Processes",
         "GPU processes: GPU, PID, user, type (C compute, G graphics), GPU memory, SM %, CPU %, "
-        "host RSS, running time and command. Click a header to sort by it.",
+        "host RSS, running time and command. A long command is shortened in the middle, "
+        "keeping the script and what tells processes apart (--local-rank=3, --port 8001); "
+        "enter shows it whole. Click a header to sort by it; ↑ ↓, page up/down, home and end "
+        "move through thousands of rows.",
     ),
 )
 

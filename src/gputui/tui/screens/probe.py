@@ -3,11 +3,14 @@
 Top to bottom:
 
 * the pickers: GPUs (idle ones checked; a busy GPU, one with processes or more than 1 GiB in
-  use, is listed unchecked with "busy — needs --force on the CLI") and tests (the quick set
-  checked), a Start button (or ``enter``), and beside them the "What fits" panel for the
-  highlighted GPU and for the whole node (:mod:`gputui.specs.fit`), with its assumptions;
+  use, is listed unchecked with "busy — needs --force on the CLI"; a GPU that fell off the bus or
+  that the driver cannot read is listed but cannot be picked, with the reason, exactly as
+  ``gputui probe`` refuses it) and tests (the quick set checked), a Start button (or ``enter``),
+  and beside them the "What fits" panel for the highlighted GPU and for the whole node
+  (:mod:`gputui.specs.fit`), with its assumptions;
 * live progress: one determinate text bar per GPU (no animation);
-* the results table: GPU, test, measured, spec, % of spec, verdict, how it was measured;
+* the results table: GPU, test, measured, spec, % of spec, verdict, how it was measured and
+  judged (the same judgement as the command's);
 * live telemetry per GPU in the run (SM clock, power, temperature, throttle reasons), fed by
   :meth:`ProbeScreen.update_snapshot`;
 * a plain-language summary when every GPU is done.
@@ -16,9 +19,16 @@ The screen is given everything it uses: the node, the latest reading (and every 
 :meth:`ProbeScreen.update_snapshot`) and a session factory. It never runs the probe itself: it
 talks to a :class:`~gputui.tui.screens.probe_session.ProbeSession` (start, cancel) and receives
 the worker's protocol messages as :class:`~gputui.tui.screens.probe_session.ProbeEvent` Textual
-messages, folded into a :class:`~gputui.tui.screens.probe_state.ProbeRunState`. On the simulated
-backend (or with no GPU) it probes the CPU, labelled CPU, with no spec comparison. Esc cancels a
-running probe (the children are terminated) and closes the screen.
+messages, folded into a :class:`~gputui.tui.screens.probe_state.ProbeRunState`. The node is
+taken from the latest reading (the wiring that judges GPU pairs arrives with the first one).
+
+On a simulated node (or with no GPU) the screen runs a CPU run and says so plainly: the title
+reads "CPU run", the GPU picker is disabled, the results are labelled CPU with no spec and the
+summary starts "CPU run". ``gputui probe`` refuses a simulated node unless given ``--cpu``,
+because a script reading its exit code or JSON could take a CPU number for a GPU's; here a
+person starts the run by hand and every place it shows says CPU, which is the screen's
+equivalent of ``--cpu`` and keeps the demo's probe screen usable. Esc cancels a running probe
+(the children are terminated) and closes the screen.
 
 Spec, expected fraction, verdict and the sibling rule come from :mod:`gputui.probe.verdict`.
 """
@@ -33,12 +43,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, SelectionList, Static
+from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from gputui.format import sanitize, short_gpu_name
 from gputui.model import NodeInfo, Snapshot
 from gputui.probe.protocol import TEST_IDS, Done, Result
+from gputui.probe.runner import busy_reason, node_of, unusable_label, unusable_reason
 from gputui.tui.screens.probe_panels import (
     CPU_VERDICT,
     ProbeFits,
@@ -57,15 +68,21 @@ from gputui.tui.screens.probe_session import (
 )
 from gputui.tui.screens.probe_state import (
     CPU_LABEL,
+    CPU_RUN_TEXT,
     TEST_NAMES,
     DeviceRun,
     ProbeRunState,
     ResultRow,
 )
+from gputui.tui.widgets.footer import KeyFooter
 
-BUSY_BYTES = 1 << 30
-"""A GPU with more memory than this in use (or any process) is busy."""
+NARROW_BELOW = 100
+"""Below this width the probe screen stacks "what fits" under the pickers and scrolls."""
 BUSY_TEXT = "busy — needs --force on the CLI"
+BUSY_SHORT = "busy (--force)"
+"""The busy mark in a very narrow terminal."""
+SHORT_LABELS_BELOW = 78
+"""Below this width a GPU's line with the whole busy mark does not fit beside the tests."""
 QUICK_TESTS: tuple[str, ...] = (
     "memory_copy",
     "memory_triad",
@@ -79,19 +96,22 @@ IDLE_SUMMARY = "Pick GPUs and tests, then Start (enter). Esc closes; Esc during 
 
 
 def is_busy(index: int, snapshot: Snapshot | None) -> bool:
-    """Processes on the GPU, or more than 1 GiB of its memory in use."""
+    """Processes on the GPU, or more than 1 GiB of its memory in use: the command's rule
+    (:func:`gputui.probe.runner.busy_reason`)."""
+    return snapshot is not None and busy_reason(snapshot, index) is not None
+
+
+def unusable_gpus(node: NodeInfo, snapshot: Snapshot | None) -> dict[int, str]:
+    """GPU index -> why it cannot be probed (lost, not answering), by the command's rule
+    (:func:`gputui.probe.runner.unusable_label`)."""
     if snapshot is None:
-        return False
-    if snapshot.processes_on(index):
-        return True
-    sample = snapshot.sample(index)
-    used = sample.memory_used_bytes if sample is not None else None
-    return used is not None and used > BUSY_BYTES
+        return {}
+    return {info.index: why for info in node.gpus if (why := unusable_label(snapshot, info.index))}
 
 
 def cpu_mode(node: NodeInfo) -> bool:
-    """The probe runs on the CPU: the simulated backend, or no GPU."""
-    return not node.gpus or node.backend.startswith("sim")
+    """The probe runs on the CPU: a simulated node (no real GPU), or no GPU at all."""
+    return not node.gpus or node.simulated
 
 
 class SessionFactory(Protocol):
@@ -108,6 +128,10 @@ def default_session(screen: ProbeScreen) -> ProbeSession:
 class ProbeScreen(Screen[None]):
     """Pick GPUs and tests, run the probe, see measured vs spec with a verdict."""
 
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012  (typed by Screen; annotating it here trips mypy)
+        (0, "-narrow"),
+        (NARROW_BELOW, "-wide"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "start", "Start", id="probe.start", priority=True),
         Binding("escape,q,p", "close", "Close", id="probe.close"),
@@ -121,6 +145,7 @@ class ProbeScreen(Screen[None]):
         session_factory: SessionFactory | None = None,
     ) -> None:
         super().__init__(id="probe")
+        node = node_of(node, snapshot)
         self.node = node
         self.snapshot = snapshot
         self.cpu = cpu_mode(node)
@@ -130,6 +155,9 @@ class ProbeScreen(Screen[None]):
         self.summary_text = ""
         self.fits_gpu: int | None = node.gpus[0].index if node.gpus else None
         self.busy = {info.index for info in node.gpus if is_busy(info.index, snapshot)}
+        self._labels_short: bool | None = None
+        self.unusable = unusable_gpus(node, snapshot)
+        """GPU index -> why it cannot be probed; listed, never selectable."""
 
     @property
     def runs(self) -> dict[int | None, DeviceRun]:
@@ -146,45 +174,107 @@ class ProbeScreen(Screen[None]):
     # -- layout ------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        where = "on the CPU (no GPU to probe: no spec comparison)" if self.cpu else ""
         title = f"Probe — {sanitize(self.node.hostname)}"
-        yield Static(f"{title} {where}".rstrip(), id="probe-title", markup=False)
-        with Horizontal(id="probe-top"):
-            gpus = SelectionList[int](*self._gpu_selections(), id="probe-gpus")
-            gpus.border_title = "GPUs"
-            yield gpus
-            with Vertical(id="probe-tests-box"):
-                tests = SelectionList[str](
-                    *(Selection(TEST_NAMES.get(t, t), t, t in QUICK_TESTS, id=t) for t in TEST_IDS),
-                    id="probe-tests",
-                )
-                tests.border_title = "Tests"
-                yield tests
-                yield Button("Start (enter)", id="probe-start", variant="primary", compact=True)
-            with VerticalScroll(id="probe-fits"):
-                fits = fits_text(memory_pairs(self.node, self.snapshot), self.fits_gpu)
-                yield ProbeFits(fits, id="probe-fits-text")
-        yield ProbeProgress("", id="probe-progress")
-        yield ProbeResults(id="probe-results", cursor_type="row", zebra_stripes=True)
-        yield ProbeTelemetry("", id="probe-telemetry")
-        yield Static(IDLE_SUMMARY, id="probe-summary")
-        yield Footer(compact=True)
+        if self.cpu:
+            title += f" — {CPU_RUN_TEXT}"
+        yield Static(title, id="probe-title", markup=False)
+        # Wide: pickers and "what fits" side by side over the results. Narrow (-narrow, see
+        # gputui.tcss): the pickers side by side with Start under the tests, "what fits" below
+        # them, and the whole body scrolls.
+        with Vertical(id="probe-body"):
+            with Horizontal(id="probe-top"):
+                gpus = SelectionList[int](*self._gpu_selections(), id="probe-gpus")
+                gpus.border_title = "GPUs"
+                yield gpus
+                with Vertical(id="probe-tests-box"):
+                    tests = SelectionList[str](
+                        *(
+                            Selection(TEST_NAMES.get(t, t), t, t in QUICK_TESTS, id=t)
+                            for t in TEST_IDS
+                        ),
+                        id="probe-tests",
+                    )
+                    tests.border_title = "Tests"
+                    yield tests
+                    yield Button("Start (enter)", id="probe-start", variant="primary", compact=True)
+                with VerticalScroll(id="probe-fits"):
+                    fits = fits_text(memory_pairs(self.node, self.snapshot), self.fits_gpu)
+                    yield ProbeFits(fits, id="probe-fits-text")
+            yield ProbeProgress("", id="probe-progress")
+            yield ProbeResults(id="probe-results", cursor_type="row", zebra_stripes=True)
+            yield ProbeTelemetry("", id="probe-telemetry")
+            yield Static(IDLE_SUMMARY, id="probe-summary")
+        yield KeyFooter()
+
+    def _gpu_label(self, index: int, name: str) -> Text:
+        label = Text(f"{index:<2} {short_gpu_name(sanitize(name))[:8]:<8}")
+        if index in self.unusable:
+            label.append(f" {self.unusable[index]}", style="red")
+        elif index in self.busy:
+            label.append(f" {BUSY_SHORT if self._short_labels else BUSY_TEXT}", style="yellow")
+        return label
+
+    @property
+    def _short_labels(self) -> bool:
+        """Very narrow: the GPU list shares the width with the tests, so "busy" says less."""
+        return self.app.size.width < SHORT_LABELS_BELOW
+
+    def on_resize(self) -> None:
+        short = self._short_labels
+        if short == self._labels_short or not self.is_mounted:
+            return
+        self._labels_short = short
+        gpus = self.query_one("#probe-gpus", SelectionList)
+        for info in self.node.gpus:
+            if info.index in self.busy:
+                gpus.replace_option_prompt(str(info.index), self._gpu_label(info.index, info.name))
 
     def _gpu_selections(self) -> list[Selection[int]]:
         out = []
         for info in self.node.gpus:
-            busy = info.index in self.busy
-            label = Text(f"{info.index:<2} {short_gpu_name(sanitize(info.name))[:8]:<8}")
-            if busy:
-                label.append(f" {BUSY_TEXT}", style="yellow")
-            out.append(Selection(label, info.index, not busy and not self.cpu, id=str(info.index)))
+            refused = info.index in self.unusable
+            checked = not refused and info.index not in self.busy and not self.cpu
+            out.append(
+                Selection(
+                    self._gpu_label(info.index, info.name),
+                    info.index,
+                    checked,
+                    id=str(info.index),
+                    disabled=refused,
+                )
+            )
         return out
+
+    def _refresh_unusable(self) -> None:
+        """A GPU that got lost (or came back) since the screen opened: relist it."""
+        now = unusable_gpus(self.node, self.snapshot)
+        if now == self.unusable:
+            return
+        changed = set(now) ^ set(self.unusable) | {i for i in now if self.unusable.get(i) != now[i]}
+        self.unusable = now
+        if not self.is_mounted:
+            return
+        gpus = self.query_one("#probe-gpus", SelectionList)
+        for index in sorted(changed):
+            info = self.node.gpu(index)
+            if info is None:
+                continue
+            option_id = str(index)
+            if index in now:
+                gpus.deselect(index)
+            gpus.replace_option_prompt(option_id, self._gpu_label(index, info.name))
+            if index in now:
+                gpus.disable_option(option_id)
+            else:
+                gpus.enable_option(option_id)
 
     def on_mount(self) -> None:
         gpus = self.query_one("#probe-gpus", SelectionList)
         if self.cpu:
             gpus.disabled = True
-            gpus.border_subtitle = "simulated: the probe runs on the CPU"
+            gpus.border_subtitle = "simulated: a CPU run instead"
+        elif self.unusable:
+            gpus.border_subtitle = f"{len(self.unusable)} cannot be probed"
         self.query_one("#probe-tests", SelectionList).focus()
         self._show_progress()
         self._show_telemetry()
@@ -192,9 +282,12 @@ class ProbeScreen(Screen[None]):
     # -- data in -----------------------------------------------------------------------------------
 
     def update_snapshot(self, snapshot: Snapshot) -> None:
-        """A new reading: telemetry for the GPUs in the run, fits from free memory."""
+        """A new reading: the node as of now, lost GPUs relisted, telemetry for the GPUs in the
+        run, fits from free memory."""
+        self.node = node_of(self.node, snapshot)
         self.snapshot = snapshot
         self.state.observe(snapshot)
+        self._refresh_unusable()
         if not self.is_mounted:
             return
         self._show_telemetry()
@@ -274,6 +367,12 @@ class ProbeScreen(Screen[None]):
         if not tests:
             self.notify("pick at least one test", severity="warning", timeout=3)
             return
+        snapshot = self.snapshot
+        if not self.cpu and snapshot is not None:  # the command's refusal, never a worker on it
+            refused = {g: why for g in gpus if (why := unusable_reason(snapshot, g))}
+            if refused:
+                self.notify(" ".join(refused.values()), severity="error", timeout=8)
+                gpus = [g for g in gpus if g not in refused]
         if not self.cpu and not gpus:
             self.notify("pick at least one GPU", severity="warning", timeout=3)
             return
@@ -304,7 +403,11 @@ class ProbeScreen(Screen[None]):
             self._show_telemetry()
             self.query_one("#probe-summary", Static).update(
                 f"Running {len(tests)} test{'s' if len(tests) != 1 else ''} on "
-                + (CPU_LABEL if self.cpu else f"GPU {', '.join(str(g) for g in gpus)}")
+                + (
+                    f"{CPU_LABEL} (CPU run: no real GPU on a simulated node)"
+                    if self.cpu
+                    else f"GPU {', '.join(str(g) for g in gpus)}"
+                )
                 + " … Esc cancels."
             )
 
@@ -334,4 +437,5 @@ __all__ = [
     "SubprocessProbeSession",
     "cpu_mode",
     "is_busy",
+    "unusable_gpus",
 ]

@@ -16,10 +16,10 @@ from gputui.probe.verdict import NA, Judged
 from gputui.specs import fit
 from gputui.tui.screens.probe_state import DeviceRun, device_label, human_test_name
 
-CPU_VERDICT = "CPU — no spec"
+CPU_VERDICT = "CPU run — no spec"
 PROGRESS_WIDTH = 24
 VERDICT_STYLE = {"OK": "bold green", "WARN": "bold yellow", "LOW": "bold red"}
-RESULT_COLUMNS = ("GPU", "Test", "Measured", "Spec", "%", "Verdict", "How measured")
+RESULT_COLUMNS = ("GPU", "Test", "Measured", "Spec", "%", "Verdict", "How measured and judged")
 
 MemoryPairs = dict[int, tuple[float, float]]
 """GPU index -> (total, free) bytes."""
@@ -135,8 +135,15 @@ def verdict_text(j: Judged) -> str:
     return "—" if j.verdict == NA else j.verdict
 
 
+def test_text(j: Judged) -> str:
+    """The test in words; a P2P copy names its destination GPU."""
+    name = human_test_name(j.test)
+    return f"{name} → GPU {j.peer}" if j.peer is not None else name
+
+
 class ProbeResults(DataTable[str | Text]):
-    """Measured against spec, one row per result, with the verdict and how it was measured."""
+    """Measured against spec, one row per result, with the verdict and how it was measured and
+    judged (the worker's method, then the spec, expected share with its source and thresholds)."""
 
     def on_mount(self) -> None:
         self.add_columns(*RESULT_COLUMNS)
@@ -147,12 +154,12 @@ class ProbeResults(DataTable[str | Text]):
             pct = j.pct_of_spec
             self.add_row(
                 j.label,
-                human_test_name(j.test),
+                test_text(j),
                 Text(f"{fmt_value(j.value)} {j.unit}", justify="right"),
                 Text(fmt_value(j.spec) if j.spec else "—", justify="right"),
                 Text(f"{pct:.0f}%" if pct is not None else "—", justify="right"),
                 Text(verdict_text(j), style=VERDICT_STYLE.get(j.verdict, "dim")),
-                sanitize(j.method),
+                sanitize(j.how),
             )
 
 

@@ -15,8 +15,9 @@ from textual.message import Message
 from textual.worker import Worker
 
 from gputui.model import NodeInfo
+from gputui.probe.devices import DevicePlan, plan_devices
 from gputui.probe.protocol import Done, Error, Hello, ProbeMessage
-from gputui.probe.runner import ProbeRunner, Target, cuda_index_map
+from gputui.probe.runner import ProbeRunner, Target
 
 CPU_SIZE_SCALE = 0.01
 CPU_LABEL = "CPU"
@@ -61,7 +62,9 @@ class ProbeHost(Protocol):
 
 class SubprocessProbeSession:
     """A :class:`ProbeSession` over :class:`ProbeRunner`: one worker child per GPU (one CPU child
-    with a small size scale when ``cpu``), run to the end in a Textual thread worker. Every
+    with a small size scale when ``cpu``), run to the end in a Textual thread worker. The
+    children see only the probed GPUs and each one's hello is checked against its GPU, as for
+    the command (:func:`gputui.probe.devices.plan_devices`). Every
     runner event is posted to the screen as a :class:`ProbeEvent`; each device gets exactly one
     ``done`` (the runner starts a GPU's PCIe/P2P tests in a second child, and a crashed or
     cancelled child sends none: the adapter posts it when :meth:`ProbeRunner.run` returns)."""
@@ -75,19 +78,23 @@ class SubprocessProbeSession:
         self._hello: set[int | None] = set()
         self._done: set[int | None] = set()
 
+    def plan(self, gpus: list[int]) -> DevicePlan | None:
+        return None if self.cpu else plan_devices(self.screen.node, gpus)
+
     def targets(self, gpus: list[int]) -> list[Target]:
-        if self.cpu:
-            return [Target(None, "cpu", CPU_LABEL)]
-        cuda = cuda_index_map(self.screen.node)
-        return [Target(g, f"cuda:{cuda.get(g, g)}", f"GPU {g}") for g in gpus]
+        plan = self.plan(gpus)
+        return [Target(None, "cpu", CPU_LABEL)] if plan is None else list(plan.targets)
 
     def start(self, gpus: list[int], tests: list[str]) -> None:
+        plan = self.plan(gpus)
         runner = ProbeRunner(
-            self.targets(gpus),
+            [Target(None, "cpu", CPU_LABEL)] if plan is None else list(plan.targets),
             tests=tests,
             python=self.python,
             size_scale=CPU_SIZE_SCALE if self.cpu else None,
             on_event=self._event,
+            plan=plan,
+            node=None if self.cpu else self.screen.node,
         )
         self.runner = runner
         children: dict[int | None, int] = {}

@@ -10,21 +10,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gputui.model import NodeInfo, Snapshot, describe_throttle
-from gputui.probe.protocol import Done, Error, Hello, ProbeMessage, Progress, Result, Retry, Skipped
-from gputui.probe.report import Peaks, spec_for
-from gputui.probe.verdict import (
-    LOW,
-    WARN,
-    Judged,
-    apply_node_relative,
-    describe,
-    expected_fraction,
-    family,
-    judge,
-    spec_value,
+from gputui.probe.protocol import (
+    WARMUP,
+    Done,
+    Error,
+    Hello,
+    JsonObject,
+    ProbeMessage,
+    Progress,
+    Result,
+    Retry,
+    Skipped,
 )
+from gputui.probe.report import SpecRef, finish_judging, judge_result, spec_for
+from gputui.probe.verdict import LOW, WARN, Judged, describe
 
 CPU_LABEL = "CPU"
+CPU_RUN_TEXT = (
+    "CPU run: the simulated node has no real GPU, so the probe measures this machine's CPU "
+    "(values only, no spec comparison)"
+)
+"""What the screen says of a CPU run (its title; the summary and the table say "CPU run" too)."""
 TEST_NAMES: dict[str, str] = {
     "memory_copy": "memory copy",
     "memory_triad": "memory triad",
@@ -55,6 +61,11 @@ class ResultRow:
     value: float
     unit: str
     method: str
+    details: JsonObject = field(default_factory=dict)  # "peer" for P2P: the destination GPU
+
+    @property
+    def result(self) -> Result:
+        return Result(self.test, self.value, self.unit, self.method, dict(self.details))
 
 
 @dataclass
@@ -83,25 +94,17 @@ class DeviceRun:
         return min((len(self.finished) + current) / n, 1.0)
 
 
-@dataclass(frozen=True, slots=True)
-class _SpecRef:
-    """What a GPU's results are compared with, fixed when the run starts."""
-
-    peaks: Peaks | None
-    link_gbs: float | None
-    pcie: tuple[int | None, int | None]  # (gen, width) at the start of the run
-
-
 class ProbeRunState:
     """Every device of the current run, the results so far and the notes for the summary."""
 
     def __init__(self, node: NodeInfo) -> None:
         self.node = node
+        """The node as of the latest reading (its wiring judges the P2P pairs)."""
         self.runs: dict[int | None, DeviceRun] = {}
         self.results: list[ResultRow] = []
         self.notes: list[str] = []
         """Skips, retries and errors in words, for the summary."""
-        self._specs: dict[int, _SpecRef] = {}
+        self._specs: dict[int, SpecRef] = {}
 
     @property
     def running(self) -> bool:
@@ -111,21 +114,16 @@ class ProbeRunState:
         self, targets: Sequence[int | None], tests: Sequence[str], snapshot: Snapshot | None
     ) -> None:
         """Forget the last run; look up the spec of every GPU in the new one."""
+        if snapshot is not None:
+            self.node = snapshot.node
         self.runs = {g: DeviceRun(g, list(tests)) for g in targets}
         self.results = []
         self.notes = []
         self._specs = {}
         for gpu in targets:
-            if gpu is None:
-                continue
-            info = self.node.gpu(gpu)
-            match, peaks = spec_for(info) if info is not None else (None, None)
-            sample = snapshot.sample(gpu) if snapshot is not None else None
-            self._specs[gpu] = _SpecRef(
-                peaks=peaks,
-                link_gbs=match.spec.link_gbs if match is not None else None,
-                pcie=(sample.pcie_gen, sample.pcie_width) if sample is not None else (None, None),
-            )
+            info = self.node.gpu(gpu) if gpu is not None else None
+            if gpu is not None and info is not None:
+                self._specs[gpu] = spec_for(info)
 
     def apply(self, gpu: int | None, msg: ProbeMessage) -> None:
         """Fold one message from the worker probing ``gpu`` into the run."""
@@ -140,10 +138,12 @@ class ProbeRunState:
                     run.tests = list(tests)
             case Progress(test=test, fraction=fraction, text=text):
                 run.test, run.fraction, run.text = test, fraction, text
-            case Result(test=test, value=value, unit=unit, method=method):
+            case Result(test=test, value=value, unit=unit, method=method, details=details):
                 run.finished.add(test)
                 run.test, run.fraction = test, 1.0
-                self.results.append(ResultRow(gpu, test, value, unit, method))
+                self.results.append(ResultRow(gpu, test, value, unit, method, dict(details)))
+            case Skipped(test=test, reason=reason) if test == WARMUP:
+                self.notes.append(f"{who}: warm-up skipped ({reason})")
             case Skipped(test=test):
                 run.finished.add(test)
                 self.notes.append(f"{who}: {human_test_name(test)} skipped")
@@ -161,7 +161,8 @@ class ProbeRunState:
                 run.cancelled = cancelled
 
     def observe(self, snapshot: Snapshot) -> None:
-        """A reading during the run: remember throttling and the lowest SM clock per GPU."""
+        """A reading: the node as of now; during a run, throttling and the lowest SM clock."""
+        self.node = snapshot.node
         if not self.running:
             return
         for gpu, run in self.runs.items():
@@ -175,29 +176,25 @@ class ProbeRunState:
                 run.min_sm_clock = clock
 
     def judged(self) -> list[Judged]:
-        """Every result judged by :mod:`gputui.probe.verdict`: spec, expected fraction, verdict,
-        and on several GPUs the sibling rule (LOW below 90% of the node's best)."""
-        out: list[Judged] = []
-        limits: dict[int, tuple[float | None, float | None]] = {}
-        for r in self.results:
-            j = Judged(r.gpu, device_label(r.gpu), r.test, r.value, r.unit, r.method)
-            info = self.node.gpu(r.gpu) if r.gpu is not None else None
-            if r.gpu is not None and info is not None:
-                ref = self._specs.get(r.gpu, _SpecRef(None, None, (None, None)))
-                gen, width = ref.pcie
-                j.spec, j.spec_source = spec_value(
-                    r.test, ref.peaks, pcie_gen=gen, pcie_width=width, link_gbs=ref.link_gbs
-                )
-                j.expected = expected_fraction(family(info.architecture), r.test)
-                limits[r.gpu] = (info.sm_clock_max_mhz, info.power_default_limit_w)
-                judge(
-                    j,
-                    sm_clock_max_mhz=info.sm_clock_max_mhz,
-                    power_default_limit_w=info.power_default_limit_w,
-                )
-            out.append(j)
-        apply_node_relative(out, limits)
+        """Every result judged as the command judges it (:func:`~gputui.probe.report.
+        judge_result`): spec, expected fraction with its source, verdict, the judgement in
+        words, and on several GPUs the sibling rule (LOW below 90% of the node's best)."""
+        out = [
+            judge_result(r.gpu, device_label(r.gpu), r.result, self.node, None, self._spec(r.gpu))
+            for r in self.results
+        ]
+        finish_judging(out, self.node)
         return out
+
+    def _spec(self, gpu: int | None) -> SpecRef | None:
+        if gpu is None:
+            return None
+        if gpu not in self._specs:
+            info = self.node.gpu(gpu)
+            if info is None:
+                return None
+            self._specs[gpu] = spec_for(info)
+        return self._specs[gpu]
 
     def summary(self) -> str:
         """A few plain sentences: per GPU the worst results, why when telemetry tells, notes."""
@@ -212,8 +209,10 @@ class ProbeRunState:
                 parts.append(f"{who}: cancelled after {len(rows)} results.")
                 continue
             if gpu is None:
+                n = len(rows)
                 parts.append(
-                    f"{who}: {len(rows)} results measured on the CPU (no spec to compare)."
+                    f"CPU run: {n} result{'s' if n != 1 else ''} measured on this machine's CPU, "
+                    "not on a GPU (the simulated node has none); values only, no spec comparison."
                 )
                 continue
             bad = sorted(

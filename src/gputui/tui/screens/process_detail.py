@@ -1,4 +1,12 @@
-"""One process in detail: who and what it is, and its recent GPU memory, SM, CPU and RSS history."""
+"""One process in detail: who and what it is, and its recent GPU memory, SM, CPU and RSS history.
+
+Each history is a chart with a scale from 0 (so a 60.3 GB process wobbling by 0.4 GB is a flat
+line at three quarters of the GPU's memory, not a plot filled from top to bottom): GPU memory up
+to the GPU's memory (or a round number above the largest value when that is unknown), SM% up to
+100 %, CPU% up to 100 % or a round number above the largest value (several cores), host RSS up
+to a round number a tenth or more above the largest value. The scale is labelled with its unit
+at the top and bottom, the time axis under the chart (one reading a column).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +19,23 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from gputui.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.history import History
 from gputui.model import ProcessSample, Snapshot
+from gputui.tui.widgets.charts import Chart, Fetch, chart_block, history_fetch, nice_ceiling
+from gputui.tui.widgets.footer import KeyFooter
+from gputui.tui.widgets.line_widget import (
+    PLOT_CPU,
+    PLOT_MEM,
+    PLOT_UTIL,
+    Line,
+    LineWidget,
+    MeterPalette,
+)
 
 _TYPE_WORDS = {
     "compute": "compute",
@@ -31,14 +49,69 @@ class _Plot:
     metric: str
     title: str
     fmt: Callable[[float | None], str]
+    cls: str
+    least_top: float = 0.0
+    """The scale's top is at least this (100 for percentages of one core or of the GPU)."""
 
 
 PLOTS: tuple[_Plot, ...] = (
-    _Plot("gpu_memory_bytes", "GPU memory", fmt_bytes),
-    _Plot("sm_pct", "SM", fmt_pct),
-    _Plot("cpu_pct", "CPU", fmt_pct),
-    _Plot("host_rss_bytes", "Host RSS", fmt_bytes),
+    _Plot("gpu_memory_bytes", "GPU memory", fmt_bytes, PLOT_MEM),
+    _Plot("sm_pct", "SM", fmt_pct, PLOT_UTIL, 100.0),
+    _Plot("cpu_pct", "CPU", fmt_pct, PLOT_CPU, 100.0),
+    _Plot("host_rss_bytes", "Host RSS", fmt_bytes, PLOT_MEM),
 )
+CHART_HEIGHT = 7
+"""Title, five plot rows, the time axis."""
+AXIS_WIDTH = 5
+"""Cells for the scale's labels (``1023M``, ``1200%``): the same in every chart, so their time
+axes line up."""
+
+
+def scale_top(plot: _Plot, values: list[float], gpu_memory: float | None) -> float:
+    """Where a chart's scale ends (it starts at 0): the GPU's memory for GPU memory, 100 % for
+    SM%, else a round number a tenth or more above the largest value (and at least
+    ``least_top``)."""
+    if plot.metric == "sm_pct":
+        return 100.0
+    if plot.metric == "gpu_memory_bytes" and gpu_memory:
+        return max(float(gpu_memory), max(values, default=0.0))
+    # A tenth of headroom: a steady value is a line below the top, not a filled chart.
+    biggest = max(values, default=0.0) * 1.1
+    if plot.fmt is fmt_bytes and biggest >= 1024:  # round in the unit shown: 40.0G, not 37.3G
+        unit = 1024.0 ** math.floor(math.log(biggest, 1024))
+        return nice_ceiling(biggest / unit) * unit
+    return max(nice_ceiling(biggest), plot.least_top)
+
+
+class ProcessChart(LineWidget):
+    """One history chart of a process: title with now/min/max, the scale, the time axis."""
+
+    DEFAULT_CSS = f"""
+    ProcessChart {{
+        height: {CHART_HEIGHT};
+        margin-bottom: 1;
+    }}
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.chart: Chart | None = None
+        self.fetch: Fetch | None = None
+        self.values: list[float] = []
+        """The values drawn, one a column, oldest first (NaN: no reading)."""
+
+    def show(self, chart: Chart, fetch: Fetch) -> None:
+        self.chart, self.fetch = chart, fetch
+        self.rebuild()
+
+    def build_lines(self, width: int, height: int) -> list[Line]:
+        chart, fetch = self.chart, self.fetch
+        if chart is None or fetch is None:
+            return []
+        axis_w = max(AXIS_WIDTH, len(chart.top), len(chart.bottom))
+        series, bucket_s = fetch([chart.metric], max(width - axis_w - 1, 1))
+        self.values = series[0]
+        return chart_block(chart, self.values, width, height, bucket_s, axis_w)
 
 
 def _same_process(candidate: ProcessSample, process: ProcessSample) -> bool:
@@ -79,13 +152,6 @@ class ProcessDetailScreen(Screen[None]):
     ProcessDetailScreen #detail-info {
         margin-bottom: 1;
     }
-    ProcessDetailScreen .detail-plot {
-        height: auto;
-        margin-bottom: 1;
-    }
-    ProcessDetailScreen .detail-plot Sparkline {
-        height: 3;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -98,6 +164,7 @@ class ProcessDetailScreen(Screen[None]):
         process: ProcessSample,
         history: History,
         *,
+        gpu_memory: float | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -105,6 +172,8 @@ class ProcessDetailScreen(Screen[None]):
         super().__init__(name=name, id=id, classes=classes)
         self.process = process
         self.history = history
+        self.gpu_memory = gpu_memory
+        """The memory of the process's GPU (the top of its GPU memory chart), when known."""
         self.exited = False
         # When the process was last seen (snapshot time); elapsed freezes here once it exits.
         # Until the first update, assume the process was read in the newest recorded snapshot.
@@ -114,27 +183,19 @@ class ProcessDetailScreen(Screen[None]):
         self._title = Label("", id="detail-title")
         self._status = Label("", id="detail-status")
         self._info = Static("", id="detail-info")
-        self._plot_labels = {p.metric: Label("", classes="detail-plot-label") for p in PLOTS}
-        self._sparklines = {p.metric: Sparkline([], id=f"plot-{p.metric}") for p in PLOTS}
+        self.charts = {p.metric: ProcessChart(id=f"plot-{p.metric}") for p in PLOTS}
 
     def compose(self) -> ComposeResult:
+        yield MeterPalette()
         with VerticalScroll(id="detail-body"):
             yield self._title
             yield self._status
             yield self._info
-            for plot in PLOTS:
-                with Vertical(classes="detail-plot"):
-                    yield self._plot_labels[plot.metric]
-                    yield self._sparklines[plot.metric]
-        yield Footer()
+            yield from self.charts.values()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._render_all()
-
-    def on_resize(self) -> None:
-        # The plots show one sample per cell, so a new width needs a new slice of history.
-        for plot in PLOTS:
-            self._render_plot(plot)
 
     # --- public API -------------------------------------------------------------------------------
 
@@ -147,6 +208,9 @@ class ProcessDetailScreen(Screen[None]):
             self.process = current
             self.exited = False
             self._seen_at = snapshot.timestamp
+        gpu = snapshot.sample(self.process.gpu_index)
+        if gpu is not None and gpu.memory_total_bytes:
+            self.gpu_memory = gpu.memory_total_bytes
         if self.is_mounted:
             self._render_all()
 
@@ -202,25 +266,47 @@ class ProcessDetailScreen(Screen[None]):
         return text
 
     def _render_plot(self, plot: _Plot) -> None:
-        sparkline = self._sparklines[plot.metric]
-        width = sparkline.size.width
-        series = self.history.process_series(
-            self.process.pid, self.process.gpu_index, plot.metric, last=width or None
-        )
-        values = [v for v in series if not math.isnan(v)]
-        raw = getattr(self.process, plot.metric)
+        proc, seen = self.process, self._seen_at
+        values = [
+            v
+            for v in self.history.process_series(proc.pid, proc.gpu_index, plot.metric)
+            if not math.isnan(v)
+        ]
+        raw = getattr(proc, plot.metric)
         current = None if raw is None else float(raw)
         now_word = "last" if self.exited else "now"
-        parts = [f"{plot.title:<11}", f"{now_word} {plot.fmt(current)}"]
+        parts = [f"{now_word} {plot.fmt(current)}"]
         if values:
             parts.append(f"min {plot.fmt(min(values))}")
             parts.append(f"max {plot.fmt(max(values))}")
         else:
             parts.append("no history yet")
-        label = Text("   ".join(parts))
-        self._set(self._plot_labels[plot.metric], f"label:{plot.metric}", label)
-        # A reactive: assigning an equal list does not repaint.
-        sparkline.data = values
+        top = scale_top(plot, values, self.gpu_memory)
+        chart = Chart(
+            plot.metric,
+            plot.title,
+            plot.title,
+            "   ".join(parts),
+            plot.cls,
+            0.0,
+            top,
+            plot.fmt(top),
+            plot.fmt(0.0),
+        )
+        history = self.history
+
+        def stamps(last: int) -> list[float]:
+            # An exited process's readings end when it was last seen.
+            found = history.timestamps(last=last)
+            return [t for t in found if seen is None or t <= seen]
+
+        fetch = history_fetch(
+            stamps,
+            lambda metric, last: history.process_series(proc.pid, proc.gpu_index, metric, last),
+            history.capacity,
+            window_s=0.0,
+        )
+        self.charts[plot.metric].show(chart, fetch)
 
 
 __all__ = ["PLOTS", "ProcessDetailScreen"]

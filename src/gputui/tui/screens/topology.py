@@ -31,12 +31,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputui import topology as topo
 from gputui.format import NA, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, NodeInfo, Snapshot, Topology
+from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (
     ACCENT,
@@ -282,7 +283,7 @@ class TopologyScreen(Screen[None]):
         yield MeterPalette()
         yield self.title_line
         yield self.body
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._composed = True

@@ -4,7 +4,10 @@ The panel picks its form from the height the layout gives it (the dashboard's .t
 
 * 1–2 lines: compact, ``0 H100 ▕████▏ 97% ▕███▏ 72.1/79.6G 612/700W 67°C`` (+ trouble flags);
 * 3–9 lines: framed panel, bars with one-row sparklines, temperatures, links, ECC, throttle;
-* 10+ lines: roomy, every field with its label, plus multi-row history plots.
+* 10+ lines: roomy, every field with its label, plus charts; or, when the dashboard asks for
+  it (:attr:`GpuPanel.form` ``"charts"``: many GPUs in a big terminal), the bars in two or
+  three lines and charts of utilization, memory, power and temperature, each with its scale
+  and a time axis (:mod:`gputui.tui.widgets.charts`), as tall and wide as the panel.
 
 Unknown values show ``n/a`` (or are left out of the compact forms); a lost GPU shows a calm
 "LOST — fell off the bus" instead of numbers.
@@ -43,6 +46,7 @@ from gputui.model import (
     Severity,
 )
 from gputui.tui.widgets.bars import bar, fraction
+from gputui.tui.widgets.charts import chart_area
 from gputui.tui.widgets.gpu_pieces import (
     BADGE_CLASS,
     COMPACT_FIXED,
@@ -52,17 +56,21 @@ from gputui.tui.widgets.gpu_pieces import (
     ROOMY_MIN_HEIGHT,
     WAITING_TEXT,
     Fault,
+    board_line,
     ecc_pieces,
     fit_faults,
     flow,
+    gpu_charts,
     gpu_faults,
+    gpu_fetch,
     memory_class,
+    mig_lines,
     mig_summary,
     pcie_pieces,
     temperature_class,
     throttle_pieces,
 )
-from gputui.tui.widgets.history_plot import plot_block, sparkline
+from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (
     BAD,
     BAR_POWER,
@@ -114,6 +122,9 @@ class GpuPanel(LineWidget):
         self.health: Severity | None = None
         """Worst severity of this GPU's active findings (``ok``/``warn``/``fail``); None when no
         health findings are evaluated (then no badge is drawn rather than a false ``ok``)."""
+        self.form = "auto"
+        """``"charts"``: from 10 lines, bars and charts (the dashboard's big-terminal layout);
+        ``"auto"``: the form follows the height (see the module)."""
 
     # -- data in -----------------------------------------------------------------------------------
 
@@ -173,11 +184,19 @@ class GpuPanel(LineWidget):
             return []
         return self.history.gpu_series(self.info.index, metric, last=width)
 
+    def set_form(self, form: str) -> None:
+        """``"charts"`` or ``"auto"`` (see :attr:`form`); repaints when it changes."""
+        if form != self.form:
+            self.form = form
+            self.rebuild()
+
     def build_lines(self, width: int, height: int) -> list[Line]:
         if height <= 2 or width < 30:
             return self._compact(width, height)
         if height < ROOMY_MIN_HEIGHT:
             return self._framed(width, height, self._normal_content(width - 4, height - 2))
+        if self.form == "charts":
+            return self._framed(width, height, self._chart_content(width - 4, height - 2))
         return self._framed(width, height, self._roomy_content(width - 4, height - 2))
 
     # compact --------------------------------------------------------------------------------------
@@ -397,6 +416,73 @@ class GpuPanel(LineWidget):
             lines.append(flow(self._extra_items(s), cw))
         return lines
 
+    def _chart_content(self, cw: int, rows: int) -> list[Line]:
+        """The bars in two lines (three when narrow), then the charts below them."""
+        status = self._status_content()
+        if status is not None:
+            return status
+        s, info = self.sample, self.info
+        assert s is not None
+        vw = 11
+        three = cw >= 3 * (4 + 12 + 1 + vw) + 4
+        per_line = 3 if three else 2
+        metric_w = (cw - 2 * (per_line - 1)) // per_line
+        bar_w = metric_w - 4 - 1 - vw
+
+        def metric(label: str, frac: float | None, cls: str, value: str, known: bool) -> Line:
+            b = LineBuilder().add(label.ljust(4), LABEL)
+            if bar_w >= 3:
+                b.extend(bar(frac, bar_w, cls))
+            b.add(f" {value}".ljust(vw + 1), VALUE if known else DIM)
+            return b.line(metric_w)
+
+        util = s.utilization_gpu_pct
+        total = s.memory_total_bytes or info.memory_total_bytes
+        mem_frac = fraction(s.memory_used_bytes, total)
+        limit = s.power_limit_w or info.power_default_limit_w
+        metrics = [
+            metric(
+                "GPU",
+                None if util is None else util / 100,
+                BAR_UTIL,
+                fmt_pct(util),
+                util is not None,
+            ),
+            metric(
+                "MEM",
+                mem_frac,
+                memory_class(mem_frac),
+                fmt_bytes_pair(s.memory_used_bytes, total),
+                s.memory_used_bytes is not None,
+            ),
+            metric(
+                "PWR",
+                fraction(s.power_w, limit),
+                BAR_POWER,
+                fmt_power_pair(s.power_w, limit),
+                s.power_w is not None,
+            ),
+        ]
+        temps = self._temperature_items(s, short=True)
+        temps[0] = [("temp ", LABEL), *temps[0]]
+        lines: list[Line] = []
+        if three:
+            lines.append([*metrics[0], ("  ", ""), *metrics[1], ("  ", ""), *metrics[2]])
+            lines.append(flow([*temps, *self._link_items(s), *self._extra_items(s)], cw, "  "))
+        else:
+            lines.append([*metrics[0], ("  ", ""), *metrics[1]])
+            lines.append([*metrics[2], ("  ", ""), *flow(temps, cw - metric_w - 2, " ")])
+            lines.append(flow([*self._link_items(s), *self._extra_items(s)], cw))
+        lines.extend(
+            chart_area(
+                gpu_charts(s, self.info),
+                cw,
+                rows - len(lines),
+                gpu_fetch(self.history, self.info.index),
+            )
+        )
+        return lines
+
     def _temperature_items(self, s: GpuSample, *, short: bool) -> list[list[Piece]]:
         """Each sensor coloured against its own limit (as the temperature rule judges it)."""
         info = self.info
@@ -554,90 +640,18 @@ class GpuPanel(LineWidget):
                 right = metrics[i + 1] if i + 1 < len(metrics) else []
                 paired.append([*left, ("   ", ""), *right])
             metrics = paired
-        lines: list[Line] = [self._board_line(cw), *metrics]
-        lines.extend(self._mig_lines(s, cw))
-        plot_rows = rows - len(lines) - 1
-        if plot_rows >= 3:
+        lines: list[Line] = [board_line(self.info, cw), *metrics]
+        lines.extend(mig_lines(self.info, s, cw))
+        chart_rows = rows - len(lines) - 1
+        if chart_rows >= 4:
             lines.append([])
-            lines.extend(self._plots(cw, plot_rows))
-        return lines
-
-    def _board_line(self, cw: int) -> Line:
-        """Static facts: PCI bus, architecture, compute capability, SMs, VBIOS, persistence."""
-        info = self.info
-        items: list[list[Piece]] = []
-        if info.pci_bus_id:
-            items.append([("PCI ", LABEL), (sanitize(info.pci_bus_id), VALUE)])
-        if info.architecture:
-            items.append([(sanitize(info.architecture), VALUE)])
-        if info.compute_capability:
-            label = "gfx " if info.vendor == "amd" else "CC "
-            items.append([(label, LABEL), (sanitize(info.compute_capability), VALUE)])
-        if info.sm_count:
-            unit = " CUs" if info.vendor == "amd" else " SMs"
-            items.append([(str(info.sm_count), VALUE), (unit, LABEL)])
-        if info.vbios_version:
-            items.append([("VBIOS ", LABEL), (sanitize(info.vbios_version), VALUE)])
-        if info.persistence_mode is not None:
-            items.append(
-                [("persistence ", LABEL), ("on" if info.persistence_mode else "off", VALUE)]
-            )
-        return (
-            LineBuilder().add("Board".ljust(10), LABEL).extend(flow(items, cw - 10, " · ")).line(cw)
-        )
-
-    def _mig_lines(self, s: GpuSample, cw: int) -> list[Line]:
-        if not (self.info.mig_enabled and self.info.mig_devices):
-            return []
-        by_uuid = {m.uuid: m for m in s.mig_devices}
-        lines: list[Line] = []
-        for dev in self.info.mig_devices:
-            reading = by_uuid.get(dev.uuid)
-            used = reading.memory_used_bytes if reading else None
-            total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
-            b = LineBuilder().add("MIG".ljust(10), LABEL)
-            b.add(pad(sanitize(dev.name or "slice"), 12), VALUE)
-            b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
-            b.add("  mem ", LABEL).add(
-                fmt_bytes_pair(used, total), VALUE if used is not None else DIM
-            )
-            if dev.sm_count is not None:
-                b.add(f"  {dev.sm_count} SMs", LABEL)
-            lines.append(b.line(cw))
-        return lines
-
-    def _plots(self, cw: int, rows: int) -> list[Line]:
-        limit = (
-            self.sample.power_limit_w if self.sample else None
-        ) or self.info.power_default_limit_w
-        specs: list[tuple[str, str, str, float, tuple[str, str]]] = [
-            ("GPU utilization %", "utilization_gpu_pct", PLOT_UTIL, 100.0, ("100", "0")),
-            ("Memory used %", "memory_used_pct", PLOT_MEM, 100.0, ("100", "0")),
-        ]
-        if limit and cw >= 120:
-            specs.append(("Power W", "power_w", BAR_POWER, float(limit), (f"{limit:.0f}", "0")))
-        side_by_side = cw >= 60
-        if side_by_side:
-            n = len(specs)
-            pw = (cw - 2 * (n - 1)) // n
-            blocks = [
-                plot_block(title, self._series(metric, pw), pw, rows, cls, hi=hi, axis=axis)
-                for title, metric, cls, hi, axis in specs
-            ]
-            lines: list[Line] = []
-            for r in range(rows):
-                row: Line = []
-                for i, block in enumerate(blocks):
-                    if i:
-                        row.append(("  ", ""))
-                    row.extend(fit(block[r], pw) if r < len(block) else [(" " * pw, "")])
-                lines.append(row)
-            return lines
-        each = rows // 2
-        lines = []
-        for title, metric, cls, hi, axis in specs[:2]:
             lines.extend(
-                plot_block(title, self._series(metric, cw), cw, each, cls, hi=hi, axis=axis)
+                chart_area(
+                    gpu_charts(s, self.info),
+                    cw,
+                    chart_rows,
+                    gpu_fetch(self.history, self.info.index),
+                )
             )
         return lines
 

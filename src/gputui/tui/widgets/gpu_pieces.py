@@ -1,5 +1,5 @@
 """The pieces a GPU panel is drawn from: values coloured by meaning (temperatures, memory, PCIe
-link, ECC, throttle reasons) and the constants of its layouts.
+link, ECC, throttle reasons), the board and MIG lines, the charts and the constants of its layouts.
 
 Colours that judge (warn / bad) use the thresholds of the health rules
 (:mod:`gputui.health.levels`), so the panel and the findings agree.
@@ -11,15 +11,31 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.format import NA, fmt_pcie, fmt_temp
+from gputui.format import (
+    NA,
+    fmt_bytes_pair,
+    fmt_pcie,
+    fmt_pct,
+    fmt_temp,
+    fmt_watts,
+    pad,
+    sanitize,
+)
 from gputui.health.levels import pcie_level, temperature_level
+from gputui.history import History
 from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
+from gputui.tui.widgets.bars import fraction
+from gputui.tui.widgets.charts import Chart, Fetch, history_fetch, nice_ceiling
 from gputui.tui.widgets.line_widget import (
     BAD,
     BAR_MEM,
     DIM,
     LABEL,
     OK,
+    PLOT_MEM,
+    PLOT_POWER,
+    PLOT_TEMP,
+    PLOT_UTIL,
     VALUE,
     WARN,
     Line,
@@ -250,3 +266,109 @@ def fit_faults(
         if width_of(items) <= width:
             return joined(items)
     return fit(joined([*head, [(f"+{len(short)} (h)", WARN)]]), width)
+
+
+# -- roomy and chart forms ----------------------------------------------------------------------
+
+
+def board_line(info: GpuInfo, cw: int) -> Line:
+    """Static facts: PCI bus, architecture, compute capability, SMs, VBIOS, persistence."""
+    items: list[list[Piece]] = []
+    if info.pci_bus_id:
+        items.append([("PCI ", LABEL), (sanitize(info.pci_bus_id), VALUE)])
+    if info.architecture:
+        items.append([(sanitize(info.architecture), VALUE)])
+    if info.compute_capability:
+        label = "gfx " if info.vendor == "amd" else "CC "
+        items.append([(label, LABEL), (sanitize(info.compute_capability), VALUE)])
+    if info.sm_count:
+        unit = " CUs" if info.vendor == "amd" else " SMs"
+        items.append([(str(info.sm_count), VALUE), (unit, LABEL)])
+    if info.vbios_version:
+        items.append([("VBIOS ", LABEL), (sanitize(info.vbios_version), VALUE)])
+    if info.persistence_mode is not None:
+        items.append([("persistence ", LABEL), ("on" if info.persistence_mode else "off", VALUE)])
+    return LineBuilder().add("Board".ljust(10), LABEL).extend(flow(items, cw - 10, " · ")).line(cw)
+
+
+def mig_lines(info: GpuInfo, s: GpuSample, cw: int) -> list[Line]:
+    """One line per MIG slice: profile, instance ids, memory used/total, SMs."""
+    if not (info.mig_enabled and info.mig_devices):
+        return []
+    by_uuid = {m.uuid: m for m in s.mig_devices}
+    lines: list[Line] = []
+    for dev in info.mig_devices:
+        reading = by_uuid.get(dev.uuid)
+        used = reading.memory_used_bytes if reading else None
+        total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
+        b = LineBuilder().add("MIG".ljust(10), LABEL)
+        b.add(pad(sanitize(dev.name or "slice"), 12), VALUE)
+        b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
+        b.add("  mem ", LABEL).add(fmt_bytes_pair(used, total), VALUE if used is not None else DIM)
+        if dev.sm_count is not None:
+            b.add(f"  {dev.sm_count} SMs", LABEL)
+        lines.append(b.line(cw))
+    return lines
+
+
+def gpu_charts(s: GpuSample, info: GpuInfo) -> list[Chart]:
+    """Utilization and memory (0–100 %), power (0 to the limit), temperature (0 to the
+    slowdown temperature): the top of a chart is the GPU's own ceiling."""
+    total = s.memory_total_bytes or info.memory_total_bytes
+    mem = fraction(s.memory_used_bytes, total)
+    limit = s.power_limit_w or info.power_default_limit_w
+    power_top = limit or nice_ceiling(max(s.power_w or 0.0, 1.0) * 1.5)
+    temp_top = info.temperature_slowdown_c or 100.0
+    return [
+        Chart(
+            "utilization_gpu_pct",
+            "GPU utilization %",
+            "GPU %",
+            fmt_pct(s.utilization_gpu_pct),
+            PLOT_UTIL,
+            0.0,
+            100.0,
+            "100",
+        ),
+        Chart(
+            "memory_used_pct",
+            "Memory used %",
+            "MEM %",
+            fmt_pct(None if mem is None else mem * 100),
+            PLOT_MEM,
+            0.0,
+            100.0,
+            "100",
+        ),
+        Chart(
+            "power_w",
+            "Power W",
+            "PWR W",
+            fmt_watts(s.power_w),
+            PLOT_POWER,
+            0.0,
+            float(power_top),
+            f"{power_top:.0f}",
+        ),
+        Chart(
+            "temperature_gpu_c",
+            "Temperature °C",
+            "TEMP °C",
+            fmt_temp(s.temperature_gpu_c),
+            PLOT_TEMP,
+            0.0,
+            float(temp_top),
+            f"{temp_top:.0f}",
+        ),
+    ]
+
+
+def gpu_fetch(history: History | None, index: int) -> Fetch:
+    """What a GPU's charts plot: its history, in time buckets (NaN without a history)."""
+    if history is None:
+        return lambda metrics, columns: ([[math.nan] * columns for _ in metrics], 1.0)
+    return history_fetch(
+        lambda last: history.timestamps(last=last),
+        lambda metric, last: history.gpu_series(index, metric, last=last),
+        history.capacity,
+    )

@@ -37,6 +37,21 @@ def sparkline(values: Sequence[float], width: int, lo: float = 0.0, hi: float = 
     return "".join(cells).rjust(width)
 
 
+_STACKS: dict[tuple[int, int], tuple[str, ...]] = {}
+
+
+def _stack(eighths: int, height: int) -> tuple[str, ...]:
+    """The cells of one column ``eighths`` eighths tall, top row first."""
+    key = (eighths, height)
+    stack = _STACKS.get(key)
+    if stack is None:
+        stack = tuple(
+            _LEVELS[min(8, max(0, eighths - 8 * (height - 1 - r)))] for r in range(height)
+        )
+        _STACKS[key] = stack
+    return stack
+
+
 def column_plot(
     values: Sequence[float], width: int, height: int, lo: float = 0.0, hi: float = 100.0
 ) -> list[str]:
@@ -44,22 +59,18 @@ def column_plot(
     if width <= 0 or height <= 0:
         return []
     tail = list(values[-width:])
-    pad = width - len(tail)
-    rows = [[" "] * width for _ in range(height)]
     total = height * 8
-    for i, value in enumerate(tail):
+    blank = _stack(0, height)
+    columns = [blank] * (width - len(tail))
+    for value in tail:
         if value is None or math.isnan(value):
+            columns.append(blank)
             continue
         eighths = round(_scale(value, lo, hi) * total)
         if eighths == 0 and value > lo:
             eighths = 1
-        x = pad + i
-        for r in range(height):
-            level = min(8, max(0, eighths - 8 * r))
-            if level == 0:
-                break
-            rows[height - 1 - r][x] = _LEVELS[level]
-    return ["".join(row) for row in rows]
+        columns.append(_stack(eighths, height))
+    return ["".join(row) for row in zip(*columns, strict=True)]
 
 
 def plot_block(

@@ -15,6 +15,7 @@ component classes, so the app's ``.tcss`` (and the theme variables it uses) deci
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -58,6 +59,8 @@ BAR_CPU = "meter--bar-cpu"
 PLOT_UTIL = "meter--plot-util"
 PLOT_MEM = "meter--plot-mem"
 PLOT_CPU = "meter--plot-cpu"
+PLOT_POWER = "meter--plot-power"
+PLOT_TEMP = "meter--plot-temp"
 PAUSED = "meter--paused"
 ALARM = "meter--alarm"
 """Something is wrong right now (the driver is not answering): bold, reversed, in red."""
@@ -86,6 +89,8 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
         PLOT_UTIL,
         PLOT_MEM,
         PLOT_CPU,
+        PLOT_POWER,
+        PLOT_TEMP,
         PAUSED,
     }
 )
@@ -94,6 +99,32 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
 _CODES: dict[str, str] = {name: chr(0x41 + i) for i, name in enumerate(sorted(COMPONENT_CLASSES))}
 _CODES[""] = " "
 
+_NARROW = re.compile(
+    "[\x20-\x7e\xa0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e"
+    "\u2190-\u21ff\u2200-\u22ff\u2500-\u25fc]*"
+)
+"""Text made only of characters one cell wide that lines are drawn with (ASCII, Latin, Greek,
+punctuation such as — and …, arrows, math signs, box drawing, block elements, geometric shapes):
+its width is its length, measured without a lookup per character."""
+
+
+_CELLS: dict[str, int] = {}
+_CELLS_MAX = 8192
+
+
+def cells(text: str) -> int:
+    """Terminal cells of ``text``: :func:`gputui.format.cell_width`, with a fast path for the
+    characters panels and charts are drawn with, and remembered (a panel draws the same pieces
+    tick after tick)."""
+    width = _CELLS.get(text)
+    if width is None:
+        width = len(text) if _NARROW.fullmatch(text) else cell_width(text)
+        if len(_CELLS) >= _CELLS_MAX:
+            _CELLS.clear()
+        _CELLS[text] = width
+    return width
+
+
 MERGE_GAP = 4
 """Changed runs closer than this many cells are sent as one span (a cursor move and a new style
 cost about as much as a few unchanged cells)."""
@@ -101,7 +132,7 @@ cost about as much as a few unchanged cells)."""
 
 def line_width(line: Line) -> int:
     """Terminal cells of ``line`` (a CJK character takes two)."""
-    return sum(cell_width(text) for text, _ in line)
+    return sum(cells(text) for text, _ in line)
 
 
 def fit(line: Line, width: int) -> Line:
@@ -111,10 +142,10 @@ def fit(line: Line, width: int) -> Line:
     for text, cls in line:
         if used >= width:
             break
-        w = cell_width(text)
+        w = cells(text)
         if used + w > width:
             text = clip(text, width - used)
-            w = cell_width(text)
+            w = cells(text)
         if text:
             out.append((text, cls))
             used += w
@@ -135,7 +166,7 @@ class LineBuilder:
     def add(self, text: str, cls: str = "") -> LineBuilder:
         if text:
             self.pieces.append((text, cls))
-            self.width += cell_width(text)
+            self.width += cells(text)
         return self
 
     def extend(self, pieces: Iterable[Piece]) -> LineBuilder:
@@ -243,7 +274,7 @@ class LineWidget(Widget):
             old_code = old_codes[y] if y < len(old_codes) else ""
             if old_text == new_text and old_code == new_code:
                 continue
-            if cell_width(old_text) != len(old_text) or cell_width(new_text) != len(new_text):
+            if cells(old_text) != len(old_text) or cells(new_text) != len(new_text):
                 # A wide character makes text positions differ from cells: repaint the line.
                 regions.append(Region(0, y, width, 1))
                 continue
@@ -370,6 +401,8 @@ __all__ = [
     "PAUSED",
     "PLOT_CPU",
     "PLOT_MEM",
+    "PLOT_POWER",
+    "PLOT_TEMP",
     "PLOT_UTIL",
     "SELECTED",
     "SLOW",
@@ -381,6 +414,7 @@ __all__ = [
     "LineWidget",
     "MeterPalette",
     "Piece",
+    "cells",
     "changed_spans",
     "fit",
     "line_width",

@@ -1,9 +1,14 @@
-"""The GPU process table: a DataTable updated by diffing, so refreshes are cheap and cursors stay.
+"""The GPU process table: thousands of processes, sorted, filtered and scrolled at once.
 
-Every DataTable change (``update_cell``, ``add_row``, ``remove_row``, ``sort``) invalidates the
-table's render caches and re-sends its whole region to the terminal, so :meth:`update_processes`
-compares the formatted text of every cell with what is on screen and touches the table only for
-cells whose text changed. A snapshot that changes nothing visible does not touch the table at all.
+It is a Line-API widget (:class:`~gputui.tui.widgets.line_widget.LineWidget`) that draws only
+the rows in view. A reading, a key or a filter re-orders the process list (a sort of a few
+thousand tuples) and re-formats the rows on screen, never the others; the lines are then
+compared with the ones on screen and only the cells whose text or style changed are repainted.
+A new reading in which nothing visible changed repaints nothing.
+
+Columns have fixed widths (so formatting a row needs no other row), except COMMAND, which takes
+the rest of the line: each command line is shortened to that width keeping what tells processes
+apart (:func:`gputui.format.command_text`). The cursor follows its process when rows re-order.
 """
 
 from __future__ import annotations
@@ -12,23 +17,30 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.text import Text
-from textual.app import ComposeResult
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import var
-from textual.widget import Widget
-from textual.widgets import DataTable, Static
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
-from gputui.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.model import ProcessSample, Snapshot
+from gputui.tui.widgets.line_widget import (
+    ACCENT,
+    DIM,
+    FRAME,
+    LABEL,
+    SELECTED,
+    TITLE,
+    VALUE,
+    Line,
+    LineWidget,
+)
 
 # --- formatting -----------------------------------------------------------------------------------
 
 _TYPE_CODES = {"compute": "C", "graphics": "G", "compute+graphics": "C+G"}
-COMMAND_MAX_CHARS = 160
-"""The table shows at most this much of a command line; the detail screen shows all of it."""
+COMMAND_CACHE_SIZE = 4096
+"""Shortened command lines remembered (per width); the cache is emptied when it grows past this."""
 
 
 def _fmt_sm(value: float | None) -> str:
@@ -37,11 +49,6 @@ def _fmt_sm(value: float | None) -> str:
 
 def _fmt_type(process: ProcessSample) -> str:
     return _TYPE_CODES.get(process.type, str(process.type))
-
-
-def _table_command(process: ProcessSample) -> str:
-    text = command_text(process.command, process.name, process.container_id, short=True)
-    return text if len(text) <= COMMAND_MAX_CHARS else text[: COMMAND_MAX_CHARS - 1] + "…"
 
 
 def _user(process: ProcessSample) -> str:
@@ -64,6 +71,8 @@ class _Column:
     default_reverse: bool
     sort_value: Callable[[ProcessSample, float], Any]
     text: Callable[[ProcessSample, float], str]
+    width: int = 0
+    """Cells the column takes (the label and two cells for the sort arrow fit); 0: the rest."""
 
 
 def _lower(value: str | None) -> str | None:
@@ -71,10 +80,10 @@ def _lower(value: str | None) -> str | None:
 
 
 COLUMNS: tuple[_Column, ...] = (
-    _Column("gpu", "GPU", True, False, lambda p, _: p.gpu_index, lambda p, _: str(p.gpu_index)),
-    _Column("pid", "PID", True, False, lambda p, _: p.pid, lambda p, _: str(p.pid)),
-    _Column("user", "USER", False, False, lambda p, _: _lower(p.user), lambda p, _: _user(p)),
-    _Column("type", "TYPE", False, False, lambda p, _: _fmt_type(p), lambda p, _: _fmt_type(p)),
+    _Column("gpu", "GPU", True, False, lambda p, _: p.gpu_index, lambda p, _: str(p.gpu_index), 5),
+    _Column("pid", "PID", True, False, lambda p, _: p.pid, lambda p, _: str(p.pid), 7),
+    _Column("user", "USER", False, False, lambda p, _: _lower(p.user), lambda p, _: _user(p), 10),
+    _Column("type", "TYPE", False, False, lambda p, _: _fmt_type(p), lambda p, _: _fmt_type(p), 6),
     _Column(
         "gpu_mem",
         "GPU MEM",
@@ -82,9 +91,10 @@ COLUMNS: tuple[_Column, ...] = (
         True,
         lambda p, _: p.gpu_memory_bytes,
         lambda p, _: fmt_bytes(p.gpu_memory_bytes),
+        9,
     ),
-    _Column("sm", "SM%", True, True, lambda p, _: p.sm_pct, lambda p, _: _fmt_sm(p.sm_pct)),
-    _Column("cpu", "CPU%", True, True, lambda p, _: p.cpu_pct, lambda p, _: fmt_pct(p.cpu_pct)),
+    _Column("sm", "SM%", True, True, lambda p, _: p.sm_pct, lambda p, _: _fmt_sm(p.sm_pct), 5),
+    _Column("cpu", "CPU%", True, True, lambda p, _: p.cpu_pct, lambda p, _: fmt_pct(p.cpu_pct), 6),
     _Column(
         "rss",
         "RSS",
@@ -92,6 +102,7 @@ COLUMNS: tuple[_Column, ...] = (
         True,
         lambda p, _: p.host_rss_bytes,
         lambda p, _: fmt_bytes(p.host_rss_bytes),
+        5,
     ),
     _Column(
         "time",
@@ -100,6 +111,7 @@ COLUMNS: tuple[_Column, ...] = (
         True,
         lambda p, now: p.running_for(now),
         lambda p, now: fmt_elapsed(p.running_for(now)),
+        8,
     ),
     _Column(
         "command",
@@ -107,12 +119,13 @@ COLUMNS: tuple[_Column, ...] = (
         False,
         False,
         lambda p, _: _lower(p.command or p.name),
-        lambda p, _: _table_command(p),
+        lambda p, _: command_text(p.command, p.name, p.container_id, short=True),
     ),
 )
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 NARROW_WIDTH = 100
-"""Below this width the table drops TYPE, RSS and TIME so the command stays in view."""
+"""Below this width the table drops TYPE, RSS and TIME (and narrows the gaps) so the command
+stays in view."""
 NARROW_COLUMNS: tuple[_Column, ...] = tuple(
     c for c in COLUMNS if c.key not in ("type", "rss", "time")
 )
@@ -120,17 +133,8 @@ _BY_KEY = {c.key: c for c in COLUMNS}
 DEFAULT_SORT = "gpu_mem"
 _ARROW_DOWN = "▼"
 _ARROW_UP = "▲"
-
-
-def _header(column: _Column, arrow: str) -> Text:
-    # Two cells are always reserved for the arrow so switching the sort never changes widths.
-    label = f"{column.label} {arrow or ' '}"
-    return Text(label, justify="right" if column.numeric else "left")
-
-
-def _cell(column: _Column, text: str) -> Text:
-    # Text, never str: a str cell is parsed as markup and "[container …]" would vanish.
-    return Text(text, justify="right" if column.numeric else "left", no_wrap=True)
+SCROLL_STEP = 3
+"""Rows a mouse-wheel notch scrolls."""
 
 
 def _tiebreak(process: ProcessSample) -> tuple[int, int]:
@@ -155,10 +159,21 @@ def sort_processes(
     return [proc for _, proc in known] + unknown
 
 
+@dataclass(frozen=True)
+class _Geometry:
+    """Where each column sits at one width."""
+
+    columns: tuple[_Column, ...]
+    starts: tuple[int, ...]
+    widths: tuple[int, ...]
+    gap: int
+    scrollbar: bool
+
+
 # --- widget ---------------------------------------------------------------------------------------
 
 
-class ProcessTable(Widget):
+class ProcessTable(LineWidget, can_focus=True):
     """GPU processes, sortable by any column and filterable by GPU and text.
 
     Call :meth:`update_processes` with each new snapshot. Enter (or a click on the highlighted row)
@@ -169,20 +184,18 @@ class ProcessTable(Widget):
     ProcessTable {
         height: 1fr;
     }
-    ProcessTable > DataTable {
-        height: auto;
-        max-height: 100%;
-    }
-    ProcessTable > .process-table--empty {
-        height: 1;
-        padding: 0 1;
-        color: $text-muted;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort", id="process_table.cycle_sort"),
         Binding("S", "reverse_sort", "Reverse sort", id="process_table.reverse_sort"),
+        Binding("up", "move(-1)", "Up", show=False, id="process_table.up"),
+        Binding("down", "move(1)", "Down", show=False, id="process_table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="process_table.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="process_table.page_down"),
+        Binding("home", "jump(0)", "First", show=False, id="process_table.first"),
+        Binding("end", "jump(-1)", "Last", show=False, id="process_table.last"),
+        Binding("enter", "select_cursor", "Select", show=False, id="process_table.select"),
     ]
 
     gpu_filter: var[int | None] = var(None)
@@ -208,56 +221,21 @@ class ProcessTable(Widget):
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
-        disabled: bool = False,
     ) -> None:
-        super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        super().__init__(name=name, id=id, classes=classes)
         self._snapshot: Snapshot | None = None
         self._sort_column = DEFAULT_SORT
         self._sort_reverse = _BY_KEY[DEFAULT_SORT].default_reverse
-        self._sort_dirty = False
-        # What is on screen: formatted cells per row key, and row keys in display order.
-        self._cells: dict[str, tuple[str, ...]] = {}
-        self._order: list[str] = []
-        self._visible: dict[str, ProcessSample] = {}
-        self._empty_text = ""
-        self._columns = COLUMNS
-        self._table: DataTable[Text] = DataTable(cursor_type="row", id="process-data")
-        self._empty = Static("", classes="process-table--empty")
-        self._empty.display = False
-
-    def compose(self) -> ComposeResult:
-        yield self._table
-        yield self._empty
-
-    def on_mount(self) -> None:
-        self._add_columns()
-        # is_mounted becomes True only after on_mount returns: show a snapshot given before then.
-        self.call_after_refresh(self._apply)
-
-    def _add_columns(self) -> None:
-        for column in self._columns:
-            self._table.add_column(_header(column, self._arrow(column.key)), key=column.key)
-
-    def on_resize(self) -> None:
-        columns = NARROW_COLUMNS if self.size.width < NARROW_WIDTH else COLUMNS
-        if columns is self._columns:
-            return
-        cursor_key = self._cursor_key()
-        self._columns = columns
-        self._table.clear(columns=True)
-        self._cells = {}
-        self._order = []
-        self._add_columns()
-        self._apply()
-        if cursor_key is not None and cursor_key in self._cells:
-            self._table.move_cursor(row=self._table.get_row_index(cursor_key))
+        self._rows: list[ProcessSample] = []
+        """The processes shown (filtered), in display order."""
+        self._cursor = 0
+        self._cursor_key: str | None = None
+        self._top = 0
+        self._geometry: _Geometry | None = None
+        self._geometry_key: tuple[int, bool] = (0, False)
+        self._commands: dict[tuple[str | None, str | None, str | None, int], str] = {}
 
     # --- public API -------------------------------------------------------------------------------
-
-    @property
-    def data_table(self) -> DataTable[Text]:
-        """The inner DataTable (for focus and styling; let this widget change its rows)."""
-        return self._table
 
     @property
     def sort_column(self) -> str:
@@ -272,18 +250,75 @@ class ProcessTable(Widget):
     @property
     def selected_process(self) -> ProcessSample | None:
         """The process under the cursor, or None when the table is empty."""
-        key = self._cursor_key()
-        return None if key is None else self._visible.get(key)
+        return self._rows[self._cursor] if self._rows else None
 
     @property
     def visible_processes(self) -> list[ProcessSample]:
-        """The processes shown, in display order."""
-        return [self._visible[key] for key in self._order]
+        """The processes shown (after the filters), in display order."""
+        return list(self._rows)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def cursor_row(self) -> int:
+        """Index of the highlighted row in :attr:`visible_processes`."""
+        return self._cursor
+
+    @property
+    def top_row(self) -> int:
+        """Index of the first row in view."""
+        return self._top
+
+    @property
+    def row_keys(self) -> list[str]:
+        """``"PID:GPU"`` of each row, in display order."""
+        return [_row_key(p) for p in self._rows]
+
+    @property
+    def column_keys(self) -> list[str]:
+        """The columns shown at the current width."""
+        return [c.key for c in self._layout(self.size.width).columns]
+
+    def cell_text(self, key: str, column: str) -> str:
+        """The text a row shows in a column (at the current width), e.g. ``cell_text("10:0",
+        "gpu_mem")``; KeyError when the row or the column is not shown."""
+        geometry = self._layout(self.size.width)
+        process = next((p for p in self._rows if _row_key(p) == key), None)
+        if process is None:
+            raise KeyError(key)
+        for spec, width in zip(geometry.columns, geometry.widths, strict=True):
+            if spec.key == column:
+                return self._cell(spec, process, width)
+        raise KeyError(column)
+
+    def header_x(self, column: str) -> int:
+        """The x offset of a column's header (for clicks)."""
+        geometry = self._layout(self.size.width)
+        for spec, start in zip(geometry.columns, geometry.starts, strict=True):
+            if spec.key == column:
+                return start
+        raise KeyError(column)
+
+    @property
+    def empty_text(self) -> str:
+        """What the table says when no row is shown ('' while rows are shown)."""
+        if self._rows or self._snapshot is None:
+            return ""
+        needle = self.text_filter.strip()
+        if self.gpu_filter is not None and needle:
+            return f"no processes on GPU {self.gpu_filter} match {needle!r}"
+        if self.gpu_filter is not None:
+            return f"no processes on GPU {self.gpu_filter}"
+        if needle:
+            return f"no processes match {needle!r}"
+        return "no GPU processes"
 
     def update_processes(self, snapshot: Snapshot) -> None:
-        """Show the processes of a new snapshot, changing only what changed on screen."""
+        """Show the processes of a new snapshot; only the cells that change are repainted."""
         self._snapshot = snapshot
-        self._apply()
+        self._reorder()
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         """Sort by a column key; ``reverse=None`` uses the column's natural direction."""
@@ -294,169 +329,245 @@ class ProcessTable(Widget):
         if (column, reverse) == (self._sort_column, self._sort_reverse):
             return
         self._sort_column, self._sort_reverse = column, reverse
-        self._sort_dirty = True
-        self._apply()
-
-    def focus(self, scroll_visible: bool = True) -> ProcessTable:
-        """Focus the table (this container itself cannot take focus)."""
-        self._table.focus(scroll_visible)
-        return self
+        self._reorder()
 
     # --- actions and events -----------------------------------------------------------------------
 
     def action_cycle_sort(self) -> None:
-        keys = [c.key for c in self._columns]  # the columns on screen
+        keys = self.column_keys  # the columns on screen
         index = keys.index(self._sort_column) if self._sort_column in keys else -1
         self.sort_by(keys[(index + 1) % len(keys)])
 
     def action_reverse_sort(self) -> None:
         self.sort_by(self._sort_column, not self._sort_reverse)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        column = event.column_key.value
-        if column is None:
-            return
-        if column == self._sort_column:
-            self.sort_by(column, not self._sort_reverse)
-        else:
-            self.sort_by(column)
+    def action_move(self, rows: int) -> None:
+        self._move_to(self._cursor + rows)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        key = event.row_key.value
-        process = self._visible.get(key) if key is not None else None
+    def action_page(self, pages: int) -> None:
+        step = max(self._page_rows() - 1, 1)
+        self._top = max(self._top + pages * step, 0)
+        self._move_to(self._cursor + pages * step)
+
+    def action_jump(self, row: int) -> None:
+        self._move_to(row if row >= 0 else len(self._rows) + row)
+
+    def action_select_cursor(self) -> None:
+        process = self.selected_process
         if process is not None:
             self.post_message(self.Selected(self, process))
 
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        if event.y == 0:
+            column = self._column_at(event.x)
+            if column is None:
+                return
+            if column == self._sort_column:
+                self.sort_by(column, not self._sort_reverse)
+            else:
+                self.sort_by(column)
+            return
+        row = self._top + event.y - 1
+        if row >= len(self._rows):
+            return
+        if row == self._cursor:
+            self.action_select_cursor()
+        else:
+            self._move_to(row)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        self._scroll_rows(self._top + SCROLL_STEP)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        self._scroll_rows(self._top - SCROLL_STEP)
+
+    def on_resize(self) -> None:
+        # Taller: rows above may now fit in view; shorter: the cursor must stay in it.
+        self._keep_cursor_in_view()
+        self.rebuild()
+
+    def on_focus(self) -> None:
+        self.rebuild()
+
+    def on_blur(self) -> None:
+        self.rebuild()
+
     def watch_gpu_filter(self) -> None:
-        self._apply()
+        self._reorder()
 
     def watch_text_filter(self) -> None:
-        self._apply()
+        self._reorder()
 
     # --- internals --------------------------------------------------------------------------------
 
+    def _page_rows(self) -> int:
+        return max(self.size.height - 1, 1)
+
+    def _move_to(self, row: int) -> None:
+        if not self._rows:
+            return
+        self._cursor = max(0, min(row, len(self._rows) - 1))
+        self._cursor_key = _row_key(self._rows[self._cursor])
+        self._keep_cursor_in_view()
+        self.rebuild()
+
+    def _scroll_rows(self, top: int) -> None:
+        top = max(0, min(top, len(self._rows) - self._page_rows()))
+        if top != self._top:
+            self._top = top
+            self.rebuild()
+
+    def _keep_cursor_in_view(self) -> None:
+        page = self._page_rows()
+        if self._cursor < self._top:
+            self._top = self._cursor
+        elif self._cursor >= self._top + page:
+            self._top = self._cursor - page + 1
+        self._top = max(0, min(self._top, len(self._rows) - page))
+
+    def _matcher(self) -> Callable[[ProcessSample], bool] | None:
+        gpu = self.gpu_filter
+        needle = self.text_filter.strip().lower()
+        if gpu is None and not needle:
+            return None
+
+        def matches(process: ProcessSample) -> bool:
+            if gpu is not None and process.gpu_index != gpu:
+                return False
+            if not needle:
+                return True
+            return (
+                needle in str(process.pid)
+                or needle in (process.user or "").lower()
+                or needle in (process.command or "").lower()
+                or needle in (process.name or "").lower()
+                or needle in (process.container_id or "").lower()
+            )
+
+        return matches
+
+    def _reorder(self) -> None:
+        """Filter and sort the processes again, the cursor staying on its process."""
+        snapshot = self._snapshot
+        processes: Iterable[ProcessSample] = snapshot.processes if snapshot is not None else ()
+        matches = self._matcher()
+        if matches is not None:
+            processes = [p for p in processes if matches(p)]
+        now = snapshot.timestamp if snapshot is not None else 0.0
+        self._rows = sort_processes(processes, self._sort_column, self._sort_reverse, now)
+        key = self._cursor_key
+        if key is not None:
+            found = next((i for i, p in enumerate(self._rows) if _row_key(p) == key), None)
+            if found is not None:
+                self._cursor = found
+        self._cursor = max(0, min(self._cursor, len(self._rows) - 1))
+        self._cursor_key = _row_key(self._rows[self._cursor]) if self._rows else None
+        self._keep_cursor_in_view()
+        self.rebuild()
+
     def _arrow(self, column: str) -> str:
         if column != self._sort_column:
-            return ""
+            return " "
         return _ARROW_DOWN if self._sort_reverse else _ARROW_UP
 
-    def _matches(self, process: ProcessSample) -> bool:
-        if self.gpu_filter is not None and process.gpu_index != self.gpu_filter:
-            return False
-        needle = self.text_filter.strip().lower()
-        if not needle:
-            return True
-        haystack = (
-            str(process.pid),
-            process.user or "",
-            process.command or "",
-            process.name or "",
-            process.container_id or "",
-        )
-        return any(needle in field.lower() for field in haystack)
+    def _layout(self, width: int) -> _Geometry:
+        scrollbar = len(self._rows) > self._page_rows()
+        if self._geometry is not None and self._geometry_key == (width, scrollbar):
+            return self._geometry
+        columns = NARROW_COLUMNS if width < NARROW_WIDTH else COLUMNS
+        gap = 1 if width < NARROW_WIDTH else 2
+        fixed = sum(c.width for c in columns if c.width) + gap * (len(columns) - 1) + 1
+        rest = max(width - fixed - (1 if scrollbar else 0), 0)
+        widths = tuple(c.width or rest for c in columns)
+        starts: list[int] = []
+        x = 1
+        for w in widths:
+            starts.append(x)
+            x += w + gap
+        self._geometry = _Geometry(columns, tuple(starts), widths, gap, scrollbar)
+        self._geometry_key = (width, scrollbar)
+        self._commands.clear()  # shortened for another width
+        return self._geometry
 
-    def _cursor_key(self) -> str | None:
-        table = self._table
-        if table.row_count == 0:
-            return None
-        try:
-            row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        except CellDoesNotExist:
-            return None
-        return row_key.value
+    def _column_at(self, x: int) -> str | None:
+        geometry = self._layout(self.size.width)
+        for spec, start, width in zip(
+            geometry.columns, geometry.starts, geometry.widths, strict=True
+        ):
+            if start <= x < start + width + geometry.gap:
+                return spec.key
+        return None
 
-    def _apply(self) -> None:
-        if not self.is_mounted:
-            return
-        snapshot = self._snapshot
-        now = snapshot.timestamp if snapshot is not None else 0.0
-        processes = snapshot.processes if snapshot is not None else ()
-        visible = {_row_key(p): p for p in processes if self._matches(p)}
-        columns = self._columns
-        cells = {key: tuple(c.text(p, now) for c in columns) for key, p in visible.items()}
-        ordered = sort_processes(visible.values(), self._sort_column, self._sort_reverse, now)
-        desired = [_row_key(p) for p in ordered]
-        self._visible = visible
+    def _cell(self, spec: _Column, process: ProcessSample, width: int) -> str:
+        if spec.key == "command":
+            cache_key = (process.command, process.name, process.container_id, width)
+            text = self._commands.get(cache_key)
+            if text is None:
+                if len(self._commands) > COMMAND_CACHE_SIZE:
+                    self._commands.clear()
+                text = command_text(
+                    process.command, process.name, process.container_id, width=width
+                )
+                self._commands[cache_key] = text
+            return text
+        now = self._snapshot.timestamp if self._snapshot is not None else 0.0
+        text = spec.text(process, now)
+        if len(text) > width:
+            text = clip(text, width - 1) + "…"
+        return text
 
-        gone = [key for key in self._order if key not in cells]
-        added = [key for key in desired if key not in self._cells]
-        changed = [
-            key for key, texts in cells.items() if key in self._cells and self._cells[key] != texts
-        ]
-        order_after_diff = [key for key in self._order if key in cells] + added
-        resort = self._sort_dirty or order_after_diff != desired
-        if gone or added or changed or resort:
-            with self.app.batch_update():
-                self._change_table(cells, gone, added, changed, desired, resort)
-        self._show_empty_state(snapshot is not None and not cells)
+    def build_lines(self, width: int, height: int) -> list[Line]:
+        geometry = self._layout(width)
+        gap = " " * geometry.gap
+        header: Line = [(" ", "")]
+        for i, (spec, w) in enumerate(zip(geometry.columns, geometry.widths, strict=True)):
+            if i:
+                header.append((gap, ""))
+            arrow = self._arrow(spec.key)
+            label = spec.label if arrow == " " and spec.numeric else f"{spec.label} {arrow}"
+            text = label.rjust(w) if spec.numeric else label.ljust(w)
+            header.append((text[:w], ACCENT if spec.key == self._sort_column else TITLE))
+        lines: list[Line] = [header]
+        if not self._rows:
+            if self._snapshot is not None:
+                lines.append([(" " + self.empty_text, DIM)])
+            return lines
+        page = height - 1
+        top = self._top
+        cursor_cls = SELECTED if self.has_focus else ACCENT
+        for row in range(top, min(top + page, len(self._rows))):
+            process = self._rows[row]
+            on_cursor = row == self._cursor
+            cls = cursor_cls if on_cursor else DIM if process.exited else VALUE
+            line: Line = [(" ", cls if on_cursor else "")]
+            for i, (spec, w) in enumerate(zip(geometry.columns, geometry.widths, strict=True)):
+                if i:
+                    line.append((gap, cls if on_cursor else ""))
+                text = self._cell(spec, process, w)
+                line.append((text.rjust(w) if spec.numeric else text.ljust(w), cls))
+            lines.append(line)
+        if geometry.scrollbar:
+            self._draw_scrollbar(lines, width, page)
+        return lines
 
-    def _change_table(
-        self,
-        cells: dict[str, tuple[str, ...]],
-        gone: list[str],
-        added: list[str],
-        changed: list[str],
-        desired: list[str],
-        resort: bool,
-    ) -> None:
-        table = self._table
-        cursor_key = self._cursor_key()
-        for key in gone:
-            table.remove_row(key)
-            del self._cells[key]
-        for key in changed:
-            old = self._cells[key]
-            new = cells[key]
-            for column, before, after in zip(self._columns, old, new, strict=True):
-                if before != after:
-                    table.update_cell(key, column.key, _cell(column, after), update_width=True)
-            self._cells[key] = new
-        for key in added:
-            texts = cells[key]
-            table.add_row(
-                *(_cell(c, t) for c, t in zip(self._columns, texts, strict=True)), key=key
-            )
-            self._cells[key] = texts
-        if resort:
-            if self._sort_dirty:
-                # Headers are cached per table update; the sort() below invalidates them.
-                for column in self._columns:
-                    table.columns[ColumnKey(column.key)].label = _header(
-                        column, self._arrow(column.key)
-                    )
-            rank = {key: index for index, key in enumerate(desired)}
-            # The GPU and PID cells identify a row, so rank rows through them.
-            table.sort(
-                "gpu",
-                "pid",
-                key=lambda gpu_pid: rank[f"{gpu_pid[1].plain}:{gpu_pid[0].plain}"],
-            )
-            self._sort_dirty = False
-        self._order = list(desired)
-        if cursor_key is not None and cursor_key in cells:
-            index = table.get_row_index(cursor_key)
-            if index != table.cursor_row:
-                table.move_cursor(row=index)
-
-    def _show_empty_state(self, empty: bool) -> None:
-        text = self._empty_message() if empty else ""
-        if text != self._empty_text:
-            self._empty_text = text
-            self._empty.update(Text(text))  # the filter text is the user's, not markup
-        if self._empty.display != bool(text):
-            self._empty.display = bool(text)
-
-    def _empty_message(self) -> str:
-        needle = self.text_filter.strip()
-        if self.gpu_filter is not None and needle:
-            return f"no processes on GPU {self.gpu_filter} match {needle!r}"
-        if self.gpu_filter is not None:
-            return f"no processes on GPU {self.gpu_filter}"
-        if needle:
-            return f"no processes match {needle!r}"
-        return "no GPU processes"
+    def _draw_scrollbar(self, lines: list[Line], width: int, page: int) -> None:
+        """A one-cell bar at the right edge: where the rows in view are among all of them."""
+        total = len(self._rows)
+        thumb = max(1, round(page * page / total))
+        start = round((page - thumb) * self._top / max(total - page, 1))
+        for y in range(page):
+            row = y + 1
+            while len(lines) <= row:
+                lines.append([])
+            line = lines[row]
+            used = sum(len(text) for text, _ in line)
+            if used < width - 1:
+                line.append((" " * (width - 1 - used), ""))
+            inside = start <= y < start + thumb
+            line.append(("┃" if inside else "│", LABEL if inside else FRAME))
 
 
 __all__ = ["COLUMN_KEYS", "DEFAULT_SORT", "ProcessTable", "sort_processes"]
