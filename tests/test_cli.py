@@ -183,3 +183,35 @@ def test_snapshot_text_columns_line_up_with_wide_user_names(sim_sampler) -> None
     for line, proc in zip(lines[header + 1 :], processes, strict=False):
         memory = fmt_bytes(proc.gpu_memory_bytes)
         assert cell_width(line[: line.index("  " + memory) + 2]) == column, line
+
+
+def test_help_lists_pick_and_the_gpu_hour_price(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "pick" in out and "--gpu-hour-price" in out
+    with pytest.raises(SystemExit):
+        cli.main(["pick", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--min-free", "--max-util", "--idle-for", "--format", "CUDA_DEVICE_ORDER"):
+        assert option in out
+
+
+def test_snapshot_text_has_a_job_pod_column_and_the_usage(capsys) -> None:
+    assert cli.main(["--demo", "snapshot"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("GPU  PID"))
+    assert header.index("JOB / POD") < header.index("COMMAND")
+    rank0 = next(line for line in out.splitlines() if "--local-rank=0" in line)
+    assert "ctr 5e277ec3818f" in rank0 and "[ctr" not in rank0  # said once, in its column
+    idle = next(line for line in out.splitlines() if line.startswith("Idle now: "))
+    assert "Usage over 0.5s" in out and "7 (held)" in idle  # the idle notebook on GPU 7
+
+
+def test_snapshot_json_has_typed_attribution_fields(capsys) -> None:
+    assert cli.main(["--demo", "snapshot", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    proc = data["processes"][0]
+    for field in ("slurm_job_id", "k8s_pod_uid", "k8s_pod_name", "container_id", "container_name"):
+        assert field in proc
+    assert {"energy_used_j", "idle_s", "held_idle_s"} <= set(data["usage"]["gpus"][0])

@@ -1,15 +1,16 @@
 """Command line: parse the arguments and hand them to the sub-command in :mod:`gputui.commands`.
 
-``gputui`` (the dashboard), ``snapshot``, ``check``, ``topo``, ``export``, ``record``, ``probe``,
-``specs``. Exit codes live in :mod:`gputui.exitcodes`. Everything a user can get wrong ends in a
-one-paragraph message, never a traceback.
+``gputui`` (the dashboard), ``snapshot``, ``check``, ``topo``, ``export``, ``fleet``, ``record``,
+``probe``, ``specs``. Exit codes live in :mod:`gputui.exitcodes`. Everything a user can get wrong
+ends in a one-paragraph message, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputui import __version__
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "no recording to a file (R)",
     )
     parser.add_argument("--light", action="store_true", help="light colour theme")
+    _add_price(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     snapshot = commands.add_parser(
         "snapshot", help="print one reading and exit", description="Print one reading and exit."
@@ -156,10 +158,107 @@ def build_parser() -> argparse.ArgumentParser:
         "--list-rules", action="store_true", help="print the rule ids and what each checks"
     )
     _add_export_parser(commands)
+    _add_fleet_parser(commands)
     _add_specs_parser(commands)
     _add_probe_parser(commands)
+    _add_pick_parser(commands)
     _add_record_parsers(parser, commands, snapshot=snapshot, check=check, topo=topo)
+    for name in ("snapshot", "export", "record"):
+        _add_price(commands.choices[name], suppress=True)
     return parser
+
+
+def _add_price(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """``--gpu-hour-price``, before or after the sub-command (dashboard, snapshot, export,
+    record)."""
+    parser.add_argument(
+        "--gpu-hour-price",
+        type=_parsed("gputui.usage", "parse_price"),
+        default=argparse.SUPPRESS if suppress else None,
+        metavar="PRICE",
+        help="what one GPU-hour costs: idle GPUs are shown and exported with their cost per "
+        "hour (default: GPUTUI_GPU_HOUR_PRICE, else none)",
+    )
+
+
+def _add_pick_parser(commands: SubParsers) -> None:
+    """``gputui pick``: free GPUs for ``CUDA_VISIBLE_DEVICES`` (see :mod:`gputui.commands.pick`)."""
+    pick = commands.add_parser(
+        "pick",
+        help="print free GPUs to put in CUDA_VISIBLE_DEVICES (exit 0 found, 1 fewer, 2 no GPU)",
+        description="Read the GPUs for --window seconds and print the N free, healthy GPUs "
+        "closest to each other (NVLink, one PCIe switch ... first). Free: utilization at most "
+        "--max-util in every reading, at most 1 GiB in use (or --min-free). The numbers are "
+        "NVML indices, CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID (--format env sets it). Exit 0 "
+        "found N; 1 fewer qualify (printed; why the others do not on stderr); 2 no GPU.",
+    )
+    _add_common(pick, suppress=True)
+    add = pick.add_argument
+    add("-n", "--count", type=_gpu_count, default=1, metavar="N", help="GPUs (default: 1)")
+    add(
+        "--min-free",
+        type=_parsed("gputui.commands.pick", "parse_size"),
+        metavar="SIZE",
+        help="at least this much memory free (40G, 40GiB, 40GB, 512M; a bare number is GiB), "
+        "even beside another process (default: at most 1 GiB in use)",
+    )
+    add(
+        "--max-util",
+        type=_between(0, 100),
+        default=10.0,
+        metavar="PCT",
+        help="highest utilization in any reading (default: 10; 100 skips the test)",
+    )
+    add(
+        "--idle-for",
+        type=_duration,
+        metavar="DURATION",
+        help="every process on the GPU has run this long (5m); idleness itself is judged over "
+        "--window only (pick cannot see before it started)",
+    )
+    add(
+        "--format",
+        dest="pick_format",
+        choices=("indices", "uuids", "env"),
+        default="indices",
+        help="2,3 | GPU-UUIDs | export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3",
+    )
+    add("--gpus", metavar="LIST", help="pick among these (default: CUDA_VISIBLE_DEVICES, or all)")
+    add(
+        "--window",
+        dest="pick_window",
+        type=_between(0, 60),
+        default=2.0,
+        metavar="SECONDS",
+        help="read the GPUs this long, every 0.5 s (default: 2)",
+    )
+    add("--strict", action="store_true", help="GPUs with health warnings do not qualify either")
+    add("-v", "--verbose", action="store_true", help="say why each GPU was picked or not")
+
+
+def _parsed(module: str, name: str) -> Callable[[str], Any]:
+    """An argument type from ``module.name`` (imported when used): ValueError -> usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return getattr(importlib.import_module(module), name)(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def _between(lo: float, hi: float) -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        try:
+            value = float(text.rstrip("%"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"give a number between {lo:g} and {hi:g}")
+        return value
+
+    return convert
 
 
 def _add_export_parser(commands: SubParsers) -> None:
@@ -185,6 +284,50 @@ def _add_export_parser(commands: SubParsers) -> None:
         default=argparse.SUPPRESS,
         metavar="SECONDS",
         help="how often the GPUs are read (default: 1); scrapes show the latest reading",
+    )
+
+
+def _add_fleet_parser(commands: SubParsers) -> None:
+    """``gputui fleet``: every GPU node from Prometheus (see :mod:`gputui.fleet`)."""
+    fleet = commands.add_parser(
+        "fleet",
+        help="every GPU node and GPU that Prometheus holds (dcgm-exporter or gputui export)",
+        description="Show every GPU node and GPU that a Prometheus server holds (scraped from "
+        "dcgm-exporter or `gputui export`), live; with --json once, exit 0 all ok / 1 a node "
+        "warns or went silent / 2 a node fails or Prometheus cannot be reached. Credentials: "
+        "GPUTUI_PROMETHEUS_TOKEN (bearer) or GPUTUI_PROMETHEUS_USER and "
+        "GPUTUI_PROMETHEUS_PASSWORD (basic).",
+    )
+    fleet.add_argument(
+        "--prometheus", required=True, metavar="URL", help="e.g. http://prometheus:9090"
+    )
+    fleet.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="a label selector applied to every query, e.g. '{job=\"gpu\"}'",
+    )
+    fleet.add_argument(
+        "--node", metavar="REGEX", help="only nodes whose hostname or instance matches REGEX"
+    )
+    fleet.add_argument(
+        "--interval",
+        dest="fleet_interval",
+        type=_interval,
+        default=5.0,
+        metavar="SECONDS",
+        help="refresh period of the view (default: 5)",
+    )
+    fleet.add_argument(
+        "--timeout",
+        dest="fleet_timeout",
+        type=_timeout,
+        default=10.0,
+        metavar="SECONDS",
+        help="wait this long for each answer (default: 10)",
+    )
+    fleet.add_argument("--json", action="store_true", help="one JSON object, then exit")
+    fleet.add_argument(
+        "--light", action="store_true", default=argparse.SUPPRESS, help="light colour theme"
     )
 
 
@@ -409,7 +552,30 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from gputui.commands import specs
 
         return specs.run(args.name)
+    if command == "fleet":
+        from gputui.commands import fleet
+
+        return fleet.run(
+            args.prometheus,
+            match=args.match,
+            node=args.node,
+            interval=args.fleet_interval,
+            timeout=args.fleet_timeout,
+            as_json=args.json,
+            light=args.light,
+        )
     spec = backend_spec(args, parser)
+    if command in (None, "snapshot", "export", "record"):
+        from gputui.usage import configure_price
+
+        try:  # --gpu-hour-price, else GPUTUI_GPU_HOUR_PRICE, for every sampler opened now
+            configure_price(getattr(args, "gpu_hour_price", None))
+        except ValueError as exc:
+            parser.error(str(exc))
+    if command == "pick":
+        from gputui.commands import pick
+
+        return pick.run(spec, seed=args.seed, **pick.options(args))
     if command == "probe":
         from gputui.commands import probe
 

@@ -1,0 +1,105 @@
+"""``gputui fleet --prometheus URL``: every GPU node and GPU that Prometheus holds, live in the
+terminal, or once as JSON (``--json``).
+
+Reads dcgm-exporter's metrics and ``gputui export``'s (see :mod:`gputui.fleet`). Needs no local
+GPU and opens no backend. Exit status of ``--json``: 0 every node ok, 1 a node warns or has gone
+silent, 2 a node fails, Prometheus cannot be reached (the message names the URL and why), or no
+GPU node is found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from gputui.commands.output import emit, error
+from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
+from gputui.fleet.client import DEFAULT_TIMEOUT_S, PrometheusClient, PrometheusError, auth_from_env
+from gputui.fleet.model import Fleet, fleet_json
+from gputui.fleet.promql import parse_match
+from gputui.fleet.source import FleetSource
+
+DEFAULT_INTERVAL_S = 5.0
+
+
+def exit_code(fleet: Fleet) -> int:
+    """2 when a node fails (or none is found), 1 when one warns or is silent, else 0."""
+    if not fleet.nodes:
+        return EXIT_FAILED
+    health = fleet.health
+    if health == "fail":
+        return EXIT_FAILED
+    return EXIT_WARNINGS if health in ("warn", "unknown") else EXIT_HEALTHY
+
+
+def make_source(
+    prometheus: str,
+    *,
+    match: str | None = None,
+    node: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> FleetSource:
+    """The source the options describe; ValueError with the user's message when one is wrong."""
+    matchers = parse_match(match)
+    if node is not None:
+        try:
+            re.compile(node)
+        except re.error as exc:
+            raise ValueError(f"--node {node!r}: not a regular expression ({exc})") from None
+    client = PrometheusClient(prometheus, authorization=auth_from_env(), timeout=timeout)
+    return FleetSource(client, match=matchers, node_filter=node)
+
+
+def run(
+    prometheus: str,
+    *,
+    match: str | None = None,
+    node: str | None = None,
+    interval: float = DEFAULT_INTERVAL_S,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    as_json: bool = False,
+    light: bool = False,
+) -> int:
+    try:
+        source = make_source(prometheus, match=match, node=node, timeout=timeout)
+    except ValueError as exc:
+        error(f"gputui fleet: {exc}")
+        return EXIT_USAGE
+    if as_json:
+        return _run_json(source)
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        error(
+            "gputui fleet: the fleet view needs a terminal (stdin and stderr must be a TTY).\n"
+            "For scripts use `gputui fleet --prometheus URL --json`."
+        )
+        return EXIT_USAGE
+    if os.environ.get("TERM", "").strip().lower() == "dumb":
+        error("gputui fleet: TERM=dumb cannot draw the fleet view; use --json")
+        return EXIT_USAGE
+    from gputui.tui.fleet.app import FleetApp
+
+    app = FleetApp(source, interval=interval, theme="textual-light" if light else None)
+    app.run()
+    return app.return_code or EXIT_OK
+
+
+def _run_json(source: FleetSource) -> int:
+    try:
+        fleet = source.refresh()
+    except PrometheusError as exc:
+        error(f"gputui fleet: {exc}")
+        return EXIT_FAILED
+    emit(json.dumps(fleet_json(fleet), indent=2))
+    if not fleet.nodes:
+        where = f" matching {{{source.match}}}" if source.match else ""
+        only = f" and --node {source.node_filter.pattern!r}" if source.node_filter else ""
+        error(
+            f"gputui fleet: no GPU node found at {source.url}: no DCGM_FI_DEV_* or gputui_* "
+            f"series{where}{only}"
+        )
+    return exit_code(fleet)
+
+
+__all__ = ["DEFAULT_INTERVAL_S", "exit_code", "make_source", "run"]

@@ -1,0 +1,374 @@
+"""From one refresh's answers (:class:`~gputui.fleet.promql.RefreshQueries`) to a
+:class:`~gputui.fleet.model.Fleet`.
+
+Series are grouped by ``instance`` (the node) and ``gpu`` (the index dcgm-exporter and
+``gputui export`` both put on every per-GPU series); a GPU's identity and the node's hostname come
+from the ``last_seen`` answer. MIG slices of one GPU (a ``GPU_I_ID`` label)
+are summed for framebuffer memory and maxed otherwise. Units follow DCGM (memory in MiB, power in
+W) and are converted to the model's (bytes). DCGM's "blank" values (no reading: 2^47 and above)
+count as unknown. Health is judged by :mod:`gputui.fleet.health`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gputui.fleet import promql as q
+from gputui.fleet.client import Sample
+from gputui.fleet.health import (
+    dcgm_gpu_health,
+    finding_reason,
+    fmt_age,
+    is_stale,
+    status_health,
+)
+from gputui.fleet.model import (
+    HEALTH_ORDER,
+    Fleet,
+    FleetFinding,
+    FleetGpu,
+    FleetNode,
+    Health,
+    worst_health,
+)
+
+MIB = 1024 * 1024
+DCGM_BLANK = float(1 << 47)
+"""DCGM's blank values (FP64 blank 2^47, INT64 blanks near 2^63) mean "no reading"."""
+_SUMMED = frozenset({q.FB_USED, q.FB_FREE, q.FB_TOTAL, q.FB_RESERVED})
+"""Summed over MIG slices; every other field takes the slices' maximum."""
+_NODE_WIDE = frozenset({q.GPUTUI_INFO, q.GPUTUI_NODE_STATUS, q.GPUTUI_STALL, q.GPUTUI_FINDINGS})
+
+
+@dataclass(slots=True)
+class _Gpu:
+    values: dict[str, float] = field(default_factory=dict)
+    slices: dict[str, list[float]] = field(default_factory=dict)
+    uuid: str | None = None
+    name: str | None = None
+    pci_bus_id: str | None = None
+    current: bool = False
+    last_seen: float | None = None
+
+    def value(self, name: str) -> float | None:
+        if name in self.values:
+            return self.values[name]
+        slices = self.slices.get(name)
+        if not slices:
+            return None
+        return sum(slices) if name in _SUMMED else max(slices)
+
+
+@dataclass(slots=True)
+class _Node:
+    instance: str
+    job: str = ""
+    hostname: str | None = None
+    driver: str | None = None
+    gputui: bool = False
+    node_status: float | None = None
+    stall: float | None = None
+    findings: list[FleetFinding] = field(default_factory=list)
+    gpus: dict[str, _Gpu] = field(default_factory=dict)
+    """By the ``gpu`` label's text (an index)."""
+    current: bool = False
+    last_seen: float | None = None
+
+    def gpu(self, text: str) -> _Gpu:
+        found = self.gpus.get(text)
+        if found is None:
+            found = self.gpus[text] = _Gpu()
+        return found
+
+
+class _Nodes(dict[str, _Node]):
+    def of(self, labels: Mapping[str, str]) -> _Node:
+        instance = labels.get("instance", "")
+        node = self.get(instance)
+        if node is None:
+            node = self[instance] = _Node(instance, job=labels.get("job", ""))
+        return node
+
+
+def build_fleet(
+    answers: Mapping[str, Sequence[Sample]],
+    *,
+    url: str,
+    time: float,
+    match: str = "",
+    node_filter: re.Pattern[str] | None = None,
+    queries: Mapping[str, str] | None = None,
+) -> Fleet:
+    """The fleet at ``time`` from the answers to :func:`~gputui.fleet.promql.refresh_queries`
+    (keys ``values``, ``up``, ``scraped_at``, ``scrapes``, ``last_seen``)."""
+    nodes = _Nodes()
+    _read_values(nodes, answers.get("values", ()))
+    _read_last_seen(nodes, answers.get("last_seen", ()))
+    up: dict[str, float] = {}
+    for sample in answers.get("up", ()):
+        instance = sample.labels.get("instance", "")
+        up[instance] = sample.value
+        node = nodes.get(instance)
+        if node is not None and not node.job:
+            node.job = sample.labels.get("job", "")
+    gpu_jobs = {node.job for node in nodes.values()}
+    for sample in answers.get("up", ()):
+        labels = sample.labels
+        if not sample.value and labels.get("job", "") in gpu_jobs:
+            nodes.of(labels)  # a failing target in a job of GPU nodes: a node that is down
+    scraped_at = _by_instance(answers.get("scraped_at", ()))
+    scrapes = _by_instance(answers.get("scrapes", ()))
+    built = []
+    for node in nodes.values():
+        interval = None
+        count = scrapes.get(node.instance)
+        if count:
+            interval = q.RATE_WINDOW_S / count
+        fleet_node = _node(
+            node, time, up.get(node.instance), scraped_at.get(node.instance), interval
+        )
+        if node_filter is None or (
+            node_filter.search(fleet_node.hostname) or node_filter.search(fleet_node.instance)
+        ):
+            built.append(fleet_node)
+    built.sort(key=lambda n: (-HEALTH_ORDER[n.health], n.hostname, n.instance))
+    return Fleet(
+        url=url,
+        time=time,
+        nodes=tuple(built),
+        match=match,
+        node_filter=None if node_filter is None else node_filter.pattern,
+        queries=dict(queries or {}),
+    )
+
+
+def _by_instance(samples: Sequence[Sample]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for sample in samples:
+        if math.isfinite(sample.value):
+            out[sample.labels.get("instance", "")] = sample.value
+    return out
+
+
+def _read_values(nodes: _Nodes, samples: Sequence[Sample]) -> None:
+    """The values answer: a few labels per series (:data:`~gputui.fleet.promql.VALUE_LABELS`).
+    The hot loop of a refresh (800 GPUs x 15 fields), kept lean."""
+    node_wide = _NODE_WIDE
+    blank = DCGM_BLANK
+    for sample in samples:
+        labels = sample.labels
+        instance = labels.get("instance", "")
+        node = nodes.get(instance)
+        if node is None:
+            node = nodes[instance] = _Node(instance, current=True)
+        elif not node.current:
+            node.current = True
+        name = labels.get("__name__", "")
+        value = sample.value
+        if name in node_wide:
+            _node_wide(node, name, labels, value)
+            continue
+        gpu_text = labels.get("gpu")
+        if gpu_text is None:
+            continue
+        gpu = node.gpus.get(gpu_text)
+        if gpu is None:
+            gpu = node.gpus[gpu_text] = _Gpu(current=True)
+        elif not gpu.current:
+            gpu.current = True
+        if value != value or value >= blank or value <= -blank:  # NaN, or DCGM's "no reading"
+            continue
+        if "GPU_I_ID" in labels:
+            gpu.slices.setdefault(name, []).append(value)
+        else:
+            gpu.values[name] = value
+
+
+def _node_wide(node: _Node, name: str, labels: Mapping[str, str], value: float) -> None:
+    if name == q.GPUTUI_INFO:
+        node.gputui = True
+    elif name == q.GPUTUI_NODE_STATUS:
+        node.gputui = True
+        node.node_status = value
+    elif name == q.GPUTUI_STALL:
+        node.stall = value
+    elif name == q.GPUTUI_FINDINGS and value > 0 and not math.isnan(value):
+        gpu_text = labels.get("gpu", "")
+        gpu = int(gpu_text) if gpu_text.isdigit() else None
+        node.findings.append(
+            FleetFinding(labels.get("rule", "?"), labels.get("severity", "?"), gpu, int(value))
+        )
+
+
+def _read_last_seen(nodes: _Nodes, samples: Sequence[Sample]) -> None:
+    """Per-GPU timestamps of the newest sample over the lookback, with every label of the GPU
+    (its identity: UUID, model, bus id, hostname, driver) or of ``gputui_info``."""
+    for sample in samples:
+        if not math.isfinite(sample.value):
+            continue
+        labels = sample.labels
+        node = nodes.of(labels)
+        node.job = node.job or labels.get("job", "")
+        seen = sample.value
+        if node.last_seen is None or seen > node.last_seen:
+            node.last_seen = seen
+        if node.hostname is None:
+            node.hostname = labels.get("hostname") or labels.get("Hostname") or None
+        gpu_text = labels.get("gpu")
+        if gpu_text is None:  # gputui_info
+            node.gputui = True
+            node.driver = labels.get("driver") or node.driver
+            continue
+        if node.driver is None:
+            node.driver = labels.get("DCGM_FI_DRIVER_VERSION") or None
+        gpu = node.gpu(gpu_text)
+        if gpu.last_seen is None or seen > gpu.last_seen:
+            gpu.last_seen = seen
+        gpu.uuid = gpu.uuid or labels.get("UUID") or None
+        gpu.name = gpu.name or labels.get("modelName") or None
+        gpu.pci_bus_id = gpu.pci_bus_id or labels.get("pci_bus_id") or None
+
+
+def _silent(
+    node: _Node, now: float, up: float | None, scraped_at: float | None, interval: float | None
+) -> str | None:
+    since = ""
+    if node.last_seen is not None:
+        age = fmt_age(now - node.last_seen)
+        since = ", last seen just now" if age == "now" else f", last seen {age} ago"
+    if up is None:
+        return f"no longer scraped{since}"
+    if not up:
+        return f"scrape failing (up == 0){since}"
+    if not any(gpu.current for gpu in node.gpus.values()):
+        return f"no GPU metrics in its scrapes{since}"
+    if is_stale(now, scraped_at, interval):
+        assert scraped_at is not None and interval is not None
+        age = fmt_age(now - scraped_at)
+        return f"stale: newest sample {age} old (scraped every ~{interval:.0f}s)"
+    return None
+
+
+def _node(
+    node: _Node, now: float, up: float | None, scraped_at: float | None, interval: float | None
+) -> FleetNode:
+    silent = _silent(node, now, up, scraped_at, interval)
+    last_seen = scraped_at if (silent is None and scraped_at is not None) else node.last_seen
+    indexed = sorted((int(text), gpu) for text, gpu in node.gpus.items() if text.isdigit())
+    gpus = [_gpu(index, gpu, node, now, silent is not None) for index, gpu in indexed]
+    healths: list[Health] = [g.health for g in gpus]
+    reasons: list[str] = []
+    if silent is not None:
+        health: Health = "unknown"
+        reasons.append(silent)
+    else:
+        node_health = status_health(node.node_status)
+        if node.stall:
+            healths.append("fail")
+            reasons.append(f"GPU library not answering for {node.stall:.0f}s")
+        elif node_health is not None:
+            healths.append(node_health)
+        health = worst_health(healths)
+        for gpu in sorted(gpus, key=lambda g: (-HEALTH_ORDER[g.health], g.index)):
+            reasons.extend(f"GPU {gpu.index}: {reason}" for reason in gpu.reasons)
+        reasons.extend(
+            finding_reason(f)
+            for f in node.findings
+            if f.gpu is None and f.severity in ("warn", "fail")
+        )
+    hostname = node.hostname or _host_of(node.instance)
+    return FleetNode(
+        instance=node.instance,
+        hostname=hostname,
+        job=node.job,
+        source="gputui" if node.gputui else ("dcgm" if node.gpus else "unknown"),
+        up=None if up is None else bool(up),
+        scraped_at=scraped_at,
+        last_seen=last_seen,
+        scrape_interval_s=None if interval is None else round(interval, 3),
+        silent=silent,
+        health=health,
+        reasons=tuple(reasons),
+        driver_version=node.driver,
+        stalled_s=node.stall,
+        gpus=tuple(gpus),
+        findings=tuple(sorted(node.findings, key=_finding_order)),
+    )
+
+
+def _finding_order(f: FleetFinding) -> tuple[int, int, str]:
+    severity = {"fail": 0, "warn": 1, "info": 2}.get(f.severity, 3)
+    return (severity, -1 if f.gpu is None else f.gpu, f.rule)
+
+
+def _gpu(index: int, gpu: _Gpu, node: _Node, now: float, silent: bool) -> FleetGpu:
+    v = gpu.value if gpu.slices else gpu.values.get  # MIG slices, or one value per field
+    used = v(q.FB_USED)
+    free = v(q.FB_FREE)
+    total = v(q.FB_TOTAL)
+    if total is None and used is not None and free is not None:
+        total = used + free + (v(q.FB_RESERVED) or 0.0)
+    xid = v(q.XID)
+    lost = bool(v(q.GPUTUI_LOST))
+    temperature = v(q.GPU_TEMP)
+    temperature_memory = v(q.MEMORY_TEMP)
+    health: Health
+    reasons: list[str]
+    status = status_health(v(q.GPUTUI_STATUS))
+    if silent:
+        health, reasons = "unknown", []
+    elif not gpu.current:
+        seen = "" if gpu.last_seen is None else f", last seen {fmt_age(now - gpu.last_seen)} ago"
+        health, reasons = "unknown", [f"no longer reported{seen}"]
+    elif status is not None or lost:
+        health = worst_health(["fail" if lost else "ok", status or "ok"])
+        reasons = [
+            finding_reason(f)
+            for f in sorted(node.findings, key=_finding_order)
+            if f.gpu == index and f.severity in ("warn", "fail")
+        ]
+        if lost and not any(r.startswith("gpu_lost") for r in reasons):
+            reasons.insert(0, "lost: fell off the bus")
+    else:
+        health, reasons = dcgm_gpu_health(
+            xid=None if xid is None else int(xid),
+            temperature_c=temperature,
+            temperature_memory_c=temperature_memory,
+            slowdown_c=v(q.SLOWDOWN_TEMP),
+            memory_limit_c=v(q.MEM_MAX_OP_TEMP),
+        )
+    return FleetGpu(
+        index=index,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        pci_bus_id=gpu.pci_bus_id,
+        util_pct=v(q.GPU_UTIL),
+        memory_util_pct=v(q.MEM_COPY_UTIL),
+        memory_used_bytes=None if used is None else int(used * MIB),
+        memory_total_bytes=None if total is None else int(total * MIB),
+        power_w=v(q.POWER),
+        power_limit_w=v(q.POWER_LIMIT),
+        temperature_c=temperature,
+        temperature_memory_c=temperature_memory,
+        temperature_hotspot_c=v(q.GPUTUI_HOTSPOT),
+        clock_sm_mhz=v(q.SM_CLOCK),
+        clock_memory_mhz=v(q.MEM_CLOCK),
+        xid=None if xid is None else int(xid),
+        lost=lost,
+        health=health,
+        reasons=tuple(reasons),
+    )
+
+
+def _host_of(instance: str) -> str:
+    """``node-01`` of ``node-01:9400`` (``[::1]:9400`` -> ``::1``)."""
+    if instance.startswith("["):
+        return instance[1:].partition("]")[0] or instance
+    host, colon, port = instance.rpartition(":")
+    return host if colon and port.isdigit() and host else instance
+
+
+__all__ = ["DCGM_BLANK", "build_fleet"]

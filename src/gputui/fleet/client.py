@@ -1,0 +1,324 @@
+"""A small client of the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``), on the
+standard library's ``urllib``.
+
+Everything that can go wrong ends in one :class:`PrometheusError` that names the URL and says why
+(cannot connect, no answer in time, 401/403, not Prometheus, bad JSON, a query Prometheus
+rejected). Credentials come from the environment (:func:`auth_from_env`), never the command line,
+where ``ps`` would show them. The HTTP layer is one function (:data:`Transport`) so tests can play
+recorded answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.client
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
+
+from gputui import __version__
+
+TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
+"""A bearer token for a secured Prometheus (``Authorization: Bearer ...``)."""
+USER_ENV = "GPUTUI_PROMETHEUS_USER"
+PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
+"""HTTP basic authentication (both must be set)."""
+DEFAULT_TIMEOUT_S = 10.0
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+"""A larger answer is refused rather than read into memory."""
+MAX_PARALLEL = 6
+"""Queries of one batch in flight at once."""
+
+T = TypeVar("T")
+Transport = Callable[[str, Mapping[str, str], float], bytes]
+"""``(url, headers, timeout) -> body`` of a GET; raises ``urllib.error.HTTPError`` for an HTTP
+error status and ``OSError`` (``URLError``, ``TimeoutError``) when there is no answer."""
+
+
+class PrometheusError(Exception):
+    """A query could not be answered: :attr:`url` and why (:attr:`reason`)."""
+
+    def __init__(self, url: str, reason: str, *, status: int | None = None) -> None:
+        super().__init__(f"Prometheus at {url}: {reason}")
+        self.url = url
+        self.reason = reason
+        self.status = status
+        """The HTTP status, when there was one."""
+
+
+class Sample(NamedTuple):
+    """One series of an instant query: its labels and value (``NaN`` and ``±Inf`` as Prometheus
+    sent them)."""
+
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One series of a range query: its labels and ``(time, value)`` points, oldest first."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+
+def auth_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """The ``Authorization`` header the environment asks for, or None. ValueError when it is
+    ambiguous (a token and a user) or half-given (a user without a password)."""
+    env = os.environ if environ is None else environ
+    token = env.get(TOKEN_ENV, "").strip()
+    user = env.get(USER_ENV, "")
+    password = env.get(PASSWORD_ENV, "")
+    if token and (user or password):
+        raise ValueError(f"set either {TOKEN_ENV} or {USER_ENV}/{PASSWORD_ENV}, not both")
+    if token:
+        return f"Bearer {token}"
+    if user or password:
+        if not (user and password):
+            raise ValueError(f"{USER_ENV} and {PASSWORD_ENV} go together: set both")
+        pair = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        return f"Basic {pair}"
+    return None
+
+
+def normalize_url(text: str) -> str:
+    """``http(s)://host[:port][/prefix]`` without a trailing slash; ValueError otherwise.
+    Credentials in the URL are refused (they would show in ``ps``; use the environment)."""
+    url = text.strip()
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"--prometheus {text!r}: expected an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError(f"--prometheus {text!r}: no host in the URL")
+    if parts.username or parts.password:
+        raise ValueError(
+            f"--prometheus: put no credentials in the URL; set {TOKEN_ENV} or "
+            f"{USER_ENV}/{PASSWORD_ENV} instead"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(f"--prometheus {text!r}: the URL of the server, without ?query or #")
+    try:
+        parts.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError:
+        raise ValueError(f"--prometheus {text!r}: bad port") from None
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def urllib_transport(url: str, headers: Mapping[str, str], timeout: float) -> bytes:
+    """The real HTTP GET (urllib honours the usual ``https_proxy`` / ``no_proxy`` variables)."""
+    request = urllib.request.Request(url, headers=dict(headers), method="GET")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body: bytes = response.read(MAX_ANSWER_BYTES + 1)
+    return body
+
+
+class PrometheusClient:
+    """Instant and range queries against one Prometheus (or a server with its HTTP API)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        authorization: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: Transport | None = None,
+    ) -> None:
+        self.url = normalize_url(url)
+        self.timeout = timeout
+        self._headers = {"Accept": "application/json", "User-Agent": f"gputui/{__version__}"}
+        if authorization:
+            self._headers["Authorization"] = authorization
+        self._authorized = authorization is not None
+        self._transport = transport or urllib_transport
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def query(self, promql: str, at: float) -> list[Sample]:
+        """An instant query evaluated at ``at`` (Unix seconds): its vector (a scalar answer is one
+        sample without labels)."""
+        data = self._get("/api/v1/query", {"query": promql, "time": _num(at)}, promql)
+        kind = data.get("resultType")
+        result = data.get("result")
+        if kind == "scalar" and isinstance(result, list):
+            return [Sample({}, _value(result, promql, self.url))]
+        if kind != "vector" or not isinstance(result, list):
+            raise PrometheusError(self.url, f"expected a vector from {promql!r}, got {kind!r}")
+        try:  # the hot path of a refresh (thousands of series): few checks, all at C speed
+            samples = [Sample(item["metric"], float(item["value"][1])) for item in result]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise PrometheusError(self.url, f"malformed answer to {promql!r}") from None
+        if not all(type(sample.labels) is dict for sample in samples):
+            raise PrometheusError(self.url, f"malformed labels in the answer to {promql!r}")
+        return samples
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
+        """A range query: every series with its points between ``start`` and ``end``."""
+        params = {"query": promql, "start": _num(start), "end": _num(end), "step": _num(step)}
+        data = self._get("/api/v1/query_range", params, promql)
+        result = data.get("result")
+        if data.get("resultType") != "matrix" or not isinstance(result, list):
+            raise PrometheusError(self.url, f"expected a matrix from {promql!r}")
+        out = []
+        for item in result:
+            values = item.get("values") if isinstance(item, dict) else None
+            if not isinstance(values, list):
+                raise PrometheusError(self.url, f"malformed answer to {promql!r}")
+            try:
+                points = [(float(t), float(v)) for t, v in values]
+            except (TypeError, ValueError):
+                raise PrometheusError(
+                    self.url, f"malformed values in the answer to {promql!r}"
+                ) from None
+            out.append(Series(_labels(item, promql, self.url), points))
+        return out
+
+    def query_many(self, queries: Mapping[str, str], at: float) -> dict[str, list[Sample]]:
+        """Several instant queries at the same time ``at``, sent in parallel; the first error
+        raises (after the others have finished)."""
+        calls: dict[str, Callable[[], list[Sample]]] = {
+            key: functools.partial(self.query, q, at) for key, q in queries.items()
+        }
+        return _parallel(calls)
+
+    def query_range_many(
+        self, queries: Mapping[str, str], start: float, end: float, step: float
+    ) -> dict[str, list[Series]]:
+        calls: dict[str, Callable[[], list[Series]]] = {
+            key: functools.partial(self.query_range, q, start, end, step)
+            for key, q in queries.items()
+        }
+        return _parallel(calls)
+
+    # -- HTTP --------------------------------------------------------------------------------------
+
+    def _get(self, path: str, params: Mapping[str, str], promql: str) -> dict[str, Any]:
+        url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            body = self._transport(url, self._headers, self.timeout)
+        except urllib.error.HTTPError as exc:
+            raise self._http_error(exc, promql) from None
+        except TimeoutError:
+            raise PrometheusError(self.url, f"no answer within {self.timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise PrometheusError(self.url, f"no answer within {self.timeout:g} s") from None
+            raise PrometheusError(self.url, f"cannot connect: {_why(exc.reason)}") from None
+        except OSError as exc:
+            raise PrometheusError(self.url, f"cannot connect: {_why(exc)}") from None
+        except http.client.HTTPException as exc:  # something that does not speak HTTP
+            raise PrometheusError(self.url, f"not an HTTP answer ({type(exc).__name__})") from None
+        if len(body) > MAX_ANSWER_BYTES:
+            raise PrometheusError(self.url, f"answer larger than {MAX_ANSWER_BYTES >> 20} MiB")
+        answer = self._decode(body)
+        if answer.get("status") != "success":
+            raise PrometheusError(self.url, _api_error(answer, promql))
+        data = answer.get("data")
+        if not isinstance(data, dict):
+            raise PrometheusError(self.url, f"no data in the answer to {promql!r}")
+        return data
+
+    def _decode(self, body: bytes) -> dict[str, Any]:
+        try:
+            answer = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise PrometheusError(
+                self.url, "the answer is not JSON: is this the URL of a Prometheus server?"
+            ) from None
+        if not isinstance(answer, dict):
+            raise PrometheusError(self.url, "unexpected answer: is this a Prometheus server?")
+        return answer
+
+    def _http_error(self, exc: urllib.error.HTTPError, promql: str) -> PrometheusError:
+        status = exc.code
+        body = b""
+        try:
+            body = exc.read(64 * 1024)
+        except (OSError, ValueError):
+            pass
+        finally:
+            exc.close()
+        if status in (401, 403):
+            if self._authorized:
+                reason = f"HTTP {status} {exc.reason}: the credentials were refused"
+            else:
+                reason = (
+                    f"HTTP {status} {exc.reason}: it needs credentials; set {TOKEN_ENV} or "
+                    f"{USER_ENV} and {PASSWORD_ENV}"
+                )
+            return PrometheusError(self.url, reason, status=status)
+        try:
+            answer = json.loads(body) if body else None
+        except (ValueError, UnicodeDecodeError):
+            answer = None
+        if isinstance(answer, dict) and answer.get("status") == "error":
+            return PrometheusError(self.url, _api_error(answer, promql), status=status)
+        hint = " (is this the URL of a Prometheus server?)" if status == 404 else ""
+        return PrometheusError(self.url, f"HTTP {status} {exc.reason}{hint}", status=status)
+
+
+def _parallel(calls: Mapping[str, Callable[[], T]]) -> dict[str, T]:
+    if len(calls) <= 1:
+        return {key: call() for key, call in calls.items()}
+    with ThreadPoolExecutor(max_workers=min(len(calls), MAX_PARALLEL)) as pool:
+        futures = {key: pool.submit(call) for key, call in calls.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _why(reason: object) -> str:
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason) or type(reason).__name__
+
+
+def _labels(item: dict[str, Any], promql: str, url: str) -> dict[str, str]:
+    metric = item.get("metric", {})
+    if not isinstance(metric, dict):
+        raise PrometheusError(url, f"malformed labels in the answer to {promql!r}")
+    return metric
+
+
+def _value(pair: object, promql: str, url: str) -> float:
+    """The value of ``[time, "value"]`` (Prometheus sends numbers as strings: NaN, +Inf too)."""
+    if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
+        raise PrometheusError(url, f"malformed value in the answer to {promql!r}")
+    try:
+        return float(pair[1])
+    except (TypeError, ValueError):
+        raise PrometheusError(url, f"malformed value in the answer to {promql!r}") from None
+
+
+def _api_error(answer: dict[str, Any], promql: str) -> str:
+    kind = answer.get("errorType") or "error"
+    text = answer.get("error") or "no reason given"
+    return f"query rejected ({kind}: {text}): {promql}"
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "PASSWORD_ENV",
+    "TOKEN_ENV",
+    "USER_ENV",
+    "PrometheusClient",
+    "PrometheusError",
+    "Sample",
+    "Series",
+    "Transport",
+    "auth_from_env",
+    "normalize_url",
+    "urllib_transport",
+]

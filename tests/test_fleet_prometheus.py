@@ -1,0 +1,475 @@
+"""`gputui fleet` against a real Prometheus server (the `prometheus` binary) on loopback, scraping
+every second: four `gputui export --backend sim:...` processes (healthy and faulty scenarios,
+different seeds; one of them stops during the test and goes silent), a target where nothing
+listens, and two plain HTTP servers serving dcgm-exporter style pages (tests/data/fleet/*.prom:
+the legacy `Hostname` and the newer `hostname` label, MIG slices, a pod's labels, DCGM's blank
+value, an XID).
+
+Skipped when `prometheus` is not installed, unless GPUTUI_REQUIRE_PROMETHEUS is set (CI sets it):
+then it fails. `python tests/test_fleet_prometheus.py --record` refreshes the recorded answers in
+tests/data/fleet/recorded.json that the unit and snapshot tests play back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "fleet"
+REQUIRE_ENV = "GPUTUI_REQUIRE_PROMETHEUS"
+PROMETHEUS = shutil.which("prometheus")
+
+EXPORTERS = {
+    # name: (backend, seed)
+    "healthy": ("sim:dgx-h100", 1),
+    "faulty": ("sim:faulty", 2),
+    "small": ("sim:a100-pcie", 3),
+    "leaving": ("sim:rtx4090", 4),  # stopped once Prometheus has seen it: goes silent
+}
+PAGES = {"a100": "dcgm-a100.prom", "h100": "dcgm-h100-xid.prom"}
+
+
+def _need_prometheus() -> None:
+    if PROMETHEUS is None:
+        message = "the prometheus binary is not installed (apt-get install prometheus)"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{message}, and {REQUIRE_ENV} is set")
+        pytest.skip(message)
+
+
+# -- the test bed ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _PageHandler(BaseHTTPRequestHandler):
+    page = b""
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0] != "/metrics":
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def serve_page(text: str) -> ThreadingHTTPServer:
+    """A plain HTTP server on loopback answering /metrics with ``text``."""
+    handler = type("Page", (_PageHandler,), {"page": text.encode()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def get_json(url: str, **params: str) -> dict:
+    with urllib.request.urlopen(f"{url}?{urllib.parse.urlencode(params)}", timeout=10) as r:
+        return json.load(r)
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@dataclass
+class Bed:
+    url: str
+    instances: dict[str, str]
+    """Target name -> its instance label."""
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    servers: list[ThreadingHTTPServer] = field(default_factory=list)
+    started: float = 0.0
+
+    def query(self, promql: str) -> list[dict]:
+        answer = get_json(f"{self.url}/api/v1/query", query=promql)
+        assert answer["status"] == "success", answer
+        return answer["data"]["result"]
+
+    def up(self) -> dict[str, float]:
+        return {r["metric"]["instance"]: float(r["value"][1]) for r in self.query("up")}
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+
+
+def start_bed(tmp: Path) -> Bed:
+    assert PROMETHEUS is not None
+    started = time.monotonic()
+    instances: dict[str, str] = {}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    bed = Bed("", instances, procs, started=started)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        for name, (backend, seed) in EXPORTERS.items():
+            port = free_port()
+            instances[name] = f"127.0.0.1:{port}"
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "gputui", "export", "--backend", backend, "--seed",
+                 str(seed), "--listen", instances[name], "--interval", "0.5"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
+        for name, page in PAGES.items():
+            server = serve_page((DATA / page).read_text())
+            bed.servers.append(server)
+            instances[name] = f"127.0.0.1:{server.server_address[1]}"
+        instances["nowhere"] = f"127.0.0.1:{free_port()}"  # nothing ever listens here
+        gputui_targets = [instances[n] for n in (*EXPORTERS, "nowhere")]
+        dcgm_targets = [instances[n] for n in PAGES]
+        config = tmp / "prometheus.yml"
+        config.write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n"
+            f"  - job_name: gputui\n    static_configs:\n"
+            f"      - targets: {json.dumps(gputui_targets)}\n"
+            f"  - job_name: dcgm\n    static_configs:\n"
+            f"      - targets: {json.dumps(dcgm_targets)}\n"
+        )  # fmt: skip
+        port = free_port()
+        bed.url = f"http://127.0.0.1:{port}"
+        procs["prometheus"] = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("wb"),
+        )  # fmt: skip
+
+        def ready() -> bool:
+            assert procs["prometheus"].poll() is None, (tmp / "prometheus.log").read_text()
+            try:
+                with urllib.request.urlopen(f"{bed.url}/-/ready", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        wait_for("Prometheus to start", ready)
+        live = [instances[n] for n in (*EXPORTERS, *PAGES)]
+        wait_for("every target scraped", lambda: all(bed.up().get(i) == 1.0 for i in live))
+        leaving = instances["leaving"]
+        wait_for(
+            "the leaving node in the last-seen lookback",
+            lambda: bool(bed.query(
+                f'max_over_time(timestamp(DCGM_FI_DEV_FB_USED{{instance="{leaving}"}})[10m:5s])'
+            )),
+        )  # fmt: skip
+        procs["leaving"].send_signal(signal.SIGTERM)
+        procs["leaving"].wait(10)
+        wait_for("the leaving node's scrape to fail", lambda: bed.up().get(leaving) == 0.0)
+        faulty = instances["faulty"]
+        wait_for(
+            "the faulty node's lost GPU",
+            lambda: bool(bed.query(f'gputui_gpu_lost{{instance="{faulty}"}} == 1')),
+        )
+    except BaseException:
+        bed.stop()
+        raise
+    return bed
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[Bed]:
+    _need_prometheus()
+    with tempfile.TemporaryDirectory(prefix="gputui-fleet-") as tmp:
+        bed = start_bed(Path(tmp))
+        try:
+            yield bed
+        finally:
+            bed.stop()
+
+
+def fleet_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", "fleet", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
+    )
+
+
+def fleet_until(
+    bed: Bed, check: Callable[[subprocess.CompletedProcess[str]], bool], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`gputui fleet --json ARGS`, again (for up to 15 s) until ``check`` passes: on a loaded
+    machine a 1 s scrape of a Python exporter can time out now and then, and that target reads
+    as silent (up == 0) until its next scrape."""
+    deadline = time.monotonic() + 15
+    while True:
+        result = fleet_cli("--prometheus", bed.url, "--json", *args)
+        if check(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(1)
+
+
+EXPECTED_HEALTH = {
+    "healthy": "ok",
+    "faulty": "fail",
+    "small": "ok",
+    "leaving": "unknown",
+    "nowhere": "unknown",
+    "a100": "warn",
+    "h100": "fail",
+}
+
+
+def _health(bed: Bed, result: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    try:
+        nodes = {n["instance"]: n["health"] for n in json.loads(result.stdout)["nodes"]}
+    except ValueError:
+        return {}
+    return {name: nodes.get(inst, "missing") for name, inst in bed.instances.items()}
+
+
+# -- the tests -------------------------------------------------------------------------------------
+
+
+def test_json_shows_every_node_with_its_health(bed: Bed) -> None:
+    result = fleet_until(bed, lambda r: _health(bed, r) == EXPECTED_HEALTH)
+    assert result.returncode == 2, result.stderr  # the faulty node and the XID node fail
+    answer = json.loads(result.stdout)
+    nodes = {n["instance"]: n for n in answer["nodes"]}
+    i = bed.instances
+    assert set(nodes) == set(i.values())  # every exporter, both pages, the silent ones
+    assert _health(bed, result) == EXPECTED_HEALTH, (answer, bed.up())
+    healthy = nodes[i["healthy"]]
+    assert healthy["source"] == "gputui" and healthy["up"] is True and healthy["gpu_count"] == 8
+    assert healthy["hostname"].startswith("dgx-h100")
+    gpu = healthy["gpus"][0]
+    for key in ("index", "uuid", "name", "util_pct", "memory_used_bytes", "memory_total_bytes",
+                "power_w", "temperature_c", "health"):  # fmt: skip
+        assert gpu[key] is not None, key
+    assert gpu["memory_total_bytes"] > 70 * 2**30  # MiB on the wire, bytes here
+    faulty = nodes[i["faulty"]]
+    lost = [g for g in faulty["gpus"] if g["lost"]]
+    assert [g["index"] for g in lost] == [3] and lost[0]["health"] == "fail"
+    leaving = nodes[i["leaving"]]
+    assert leaving["up"] is False and leaving["silent"].startswith("scrape failing")
+    assert leaving["last_seen"] is not None and leaving["gpu_count"] == 1
+    assert leaving["hostname"] != leaving["instance"]  # known from before it went silent
+    assert nodes[i["nowhere"]]["last_seen"] is None
+    a100, h100 = nodes[i["a100"]], nodes[i["h100"]]
+    assert a100["source"] == h100["source"] == "dcgm"
+    assert a100["hostname"] == "a100-node-01" and h100["hostname"] == "h100-node-07"
+    assert a100["driver_version"] == "535.183.06"
+    assert [g["health"] for g in h100["gpus"]] == ["warn", "fail"]
+    assert h100["gpus"][1]["xid"] == 79 and "XID 79" in h100["reasons"][0]
+    mig = a100["gpus"][3]
+    assert mig["memory_used_bytes"] == (20480 + 10240) * 2**20 and mig["util_pct"] is None
+    assert a100["gpus"][2]["temperature_memory_c"] is None  # DCGM's blank value
+    assert answer["summary"] == {
+        "nodes": 7, "gpus": 8 + 8 + 2 + 1 + 4 + 2, "ok": 2, "warn": 1, "fail": 2, "unknown": 2,
+    }  # fmt: skip
+
+
+def test_match_and_node_select_nodes_and_set_the_exit_status(bed: Bed) -> None:
+    dcgm = fleet_cli("--prometheus", bed.url, "--json", "--match", '{job="dcgm"}')
+    assert dcgm.returncode == 2
+    hosts = sorted(n["hostname"] for n in json.loads(dcgm.stdout)["nodes"])
+    assert hosts == ["a100-node-01", "h100-node-07"]
+    warn = fleet_cli("--prometheus", bed.url, "--json", "--node", "^a100-node")
+    assert warn.returncode == 1 and len(json.loads(warn.stdout)["nodes"]) == 1
+    healthy = bed.instances["healthy"]
+    ok = fleet_until(bed, lambda r: r.returncode == 0, "--match", f'instance="{healthy}"')
+    assert ok.returncode == 0, (ok.stdout, bed.up())
+    assert [n["health"] for n in json.loads(ok.stdout)["nodes"]] == ["ok"]
+    none = fleet_cli("--prometheus", bed.url, "--json", "--match", '{job="no-such-job"}')
+    assert none.returncode == 2 and "no GPU node found" in none.stderr
+
+
+def test_unreachable_prometheus_exits_2_naming_the_url(bed: Bed) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = fleet_cli("--prometheus", url, "--json")
+    assert result.returncode == 2 and result.stdout == ""
+    assert url in result.stderr and "cannot connect" in result.stderr
+    wrong = fleet_cli("--prometheus", bed.instances["a100"], "--json")  # not Prometheus
+    assert wrong.returncode == 2 and "404" in wrong.stderr
+    bad = fleet_cli("--prometheus", bed.url, "--json", "--match", '{job=~"("}')
+    assert bad.returncode == 2 and "query rejected" in bad.stderr
+
+
+def test_the_range_query_gives_each_gpu_a_history(bed: Bed) -> None:
+    from gputui.commands.fleet import make_source
+
+    source = make_source(bed.url)
+    history = source.history(bed.instances["healthy"], window=60)
+    assert sorted(history.series["util"]) == list(range(8))
+    assert sum(v == v for v in history.of("util", 0)) >= 3  # a few known points (not NaN)
+    assert set(history.series) == {"util", "memory", "power", "temperature"}
+
+
+async def test_tui_lists_the_fleet_and_opens_a_node(bed: Bed, tui_env: None) -> None:
+    from gputui.commands.fleet import make_source
+    from gputui.tui.fleet.app import FleetApp
+    from gputui.tui.fleet.screens import NodeScreen
+
+    app = FleetApp(make_source(bed.url), interval=1.0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if app.refreshes:
+                break
+        table = app.fleet_screen.nodes
+        visible = table.visible_items
+        assert len(visible) == 7
+        assert [n.health for n in visible[:2]] == ["fail", "fail"]  # worst first
+        await pilot.press("slash", *"a100-node", "enter")
+        assert [n.hostname for n in table.visible_items] == ["a100-node-01"]
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeScreen) and screen.instance == bed.instances["a100"]
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if screen.history is not None:
+                break
+        assert len(screen.gpus.visible_items) == 4
+        lines = screen.charts.plain_lines
+        assert lines[0].startswith("history last") and lines[1].startswith("GPU 0")
+        assert any(ch in lines[1] for ch in "▁▂▃▄▅▆▇█")
+        await pilot.press("escape")
+        assert app.screen is app.fleet_screen
+
+
+SECRET_HASH = "$2b$12$P9l2S0//KIGBkmq/9IqLvenVDQVjwCIp4lIPMUfpwiVRjW2gEiGVu"
+"""bcrypt of the password ``s3cret``, for Prometheus's --web.config.file."""
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[str]:
+    """A Prometheus with basic authentication (user ``fleet``, password ``s3cret``) and no
+    targets: what it answers depends only on the credentials."""
+    _need_prometheus()
+    assert PROMETHEUS is not None
+    with tempfile.TemporaryDirectory(prefix="gputui-fleet-auth-") as tmp:
+        web = Path(tmp) / "web.yml"
+        web.write_text(f"basic_auth_users:\n  fleet: {SECRET_HASH}\n")
+        config = Path(tmp) / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 1s\n")
+        port = free_port()
+        proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--web.config.file={web}",
+             f"--storage.tsdb.path={Path(tmp) / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+             "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+
+        def answers() -> bool:
+            try:
+                urllib.request.urlopen(f"{url}/-/ready", timeout=2).close()
+            except urllib.error.HTTPError:
+                return True  # 401: it is up
+            except OSError:
+                return False
+            return True
+
+        try:
+            wait_for("the secured Prometheus", answers)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def test_basic_auth_from_the_environment(secured: str) -> None:
+    anonymous = fleet_cli("--prometheus", secured, "--json")
+    assert anonymous.returncode == 2 and "HTTP 401" in anonymous.stderr
+    assert "GPUTUI_PROMETHEUS_USER" in anonymous.stderr
+    wrong = {"GPUTUI_PROMETHEUS_USER": "fleet", "GPUTUI_PROMETHEUS_PASSWORD": "nope"}
+    refused = fleet_cli("--prometheus", secured, "--json", env=wrong)
+    assert refused.returncode == 2 and "the credentials were refused" in refused.stderr
+    right = {"GPUTUI_PROMETHEUS_USER": "fleet", "GPUTUI_PROMETHEUS_PASSWORD": "s3cret"}
+    answered = fleet_cli("--prometheus", secured, "--json", env=right)
+    assert json.loads(answered.stdout)["nodes"] == []  # authenticated, and nothing scraped
+    assert answered.returncode == 2 and "no GPU node found" in answered.stderr
+
+
+def test_the_grafana_dashboard_queries_run(bed: Bed) -> None:
+    dashboard = json.loads((ROOT / "dashboards" / "gputui.json").read_text())
+    empty = []
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$job", ".*").replace("$instance", ".*")
+            if not bed.query(expr):
+                empty.append(panel["title"])
+    assert empty == []
+
+
+# -- recording the answers the offline tests play back ---------------------------------------------
+
+
+def record(path: Path, settle: float = 45.0) -> None:
+    """Run the bed for ``settle`` seconds (so the charts have some history), then save the
+    answers to one refresh and to two nodes' history (keyed by the request's path and query,
+    which a source on the same fixed clock asks again)."""
+    from gputui.fleet.client import PrometheusClient, urllib_transport
+    from gputui.fleet.source import FleetSource
+
+    with tempfile.TemporaryDirectory(prefix="gputui-fleet-") as tmp:
+        bed = start_bed(Path(tmp))
+        try:
+            time.sleep(settle)
+            answers: dict[str, object] = {}
+
+            def recording(url: str, headers: dict[str, str], timeout: float) -> bytes:
+                body = urllib_transport(url, headers, timeout)
+                answers[url[len(bed.url) :]] = json.loads(body)
+                return body
+
+            at = round(time.time(), 3)
+            client = PrometheusClient(bed.url, transport=recording)
+            source = FleetSource(client, clock=lambda: at)
+            source.refresh()
+            for name in ("a100", "healthy"):
+                source.history(bed.instances[name])
+            recorded = {"time": at, "instances": bed.instances, "answers": answers}
+            path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+        finally:
+            bed.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--record"]:
+        record(DATA / "recorded.json")
+    else:
+        sys.exit("usage: python tests/test_fleet_prometheus.py --record")

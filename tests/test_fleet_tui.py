@@ -1,0 +1,181 @@
+"""The fleet TUI on recorded Prometheus answers (tests/data/fleet/recorded.json): Pilot tests of
+sorting, filtering, opening a node, the error banner and the polling thread, and SVG snapshots.
+
+Update the snapshots after a deliberate change with
+``pytest tests/test_fleet_tui.py --snapshot-update`` and look at them before committing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+
+import pytest
+from tests.test_fleet import BASE, RECORDED, Recorded, instance, recorded_source
+from textual.pilot import Pilot
+
+from gputui.fleet.client import PrometheusClient
+from gputui.fleet.source import FleetSource
+from gputui.tui.fleet.app import FleetApp
+from gputui.tui.fleet.screens import NodeScreen
+
+pytestmark = pytest.mark.usefixtures("tui_env")
+
+
+def fleet_app(**kwargs: object) -> tuple[FleetApp, Recorded]:
+    source, transport = recorded_source()
+    return FleetApp(source, interval=5.0, start_poller=False, **kwargs), transport  # type: ignore[arg-type]
+
+
+async def refresh(app: FleetApp, pilot: Pilot[None]) -> None:
+    app.poll_now()
+    await pilot.pause()
+
+
+async def open_node(app: FleetApp, pilot: Pilot[None], text: str) -> NodeScreen:
+    await pilot.press("slash", *text, "enter", "enter")
+    await refresh(app, pilot)  # the poller would fetch the node's history now
+    screen = app.screen
+    assert isinstance(screen, NodeScreen)
+    return screen
+
+
+# -- snapshots -------------------------------------------------------------------------------------
+
+
+def test_fleet_screen_120x40(snap_compare) -> None:
+    """Seven nodes worst first: two failing (gputui's faulty node, a DCGM node with XID 79), two
+    gone silent, one warning (hot HBM), two healthy."""
+    app, _ = fleet_app()
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await refresh(app, pilot)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_node_screen_120x40(snap_compare) -> None:
+    """The dcgm-exporter A100 node: four GPUs (one in MIG mode, one without a memory
+    temperature), why it warns, and ten minutes of history."""
+    app, _ = fleet_app()
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await refresh(app, pilot)
+        await open_node(app, pilot, "a100-node")
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+# -- Pilot -----------------------------------------------------------------------------------------
+
+
+async def test_nodes_are_listed_worst_first_and_sort_by_any_column() -> None:
+    app, transport = fleet_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await refresh(app, pilot)
+        assert len(transport.calls) == 5  # one batch
+        table = app.fleet_screen.nodes
+        healths = [n.health for n in table.visible_items]
+        assert healths == ["fail", "fail", "unknown", "unknown", "warn", "ok", "ok"]
+        assert table.data_table.row_count == 7
+        table.sort_by("host")
+        await pilot.pause()
+        hosts = [n.hostname for n in table.visible_items]
+        assert hosts == sorted(hosts, key=str.lower)
+        await pilot.press("S")
+        assert [n.hostname for n in table.visible_items] == hosts[::-1]
+        await pilot.press("s")  # the next column
+        assert table.sort_column == "health"
+
+
+async def test_filter_and_problems_only() -> None:
+    app, _ = fleet_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await refresh(app, pilot)
+        table = app.fleet_screen.nodes
+        await pilot.press("slash", *"XID 79", "enter")
+        assert [n.hostname for n in table.visible_items] == ["h100-node-07"]
+        await pilot.press("escape")
+        assert len(table.visible_items) == 7
+        await pilot.press("f")
+        assert all(n.health != "ok" for n in table.visible_items)
+        assert len(table.visible_items) == 5
+        await pilot.press("f")
+        assert len(table.visible_items) == 7
+
+
+async def test_a_node_shows_its_gpus_and_history() -> None:
+    app, transport = fleet_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await refresh(app, pilot)
+        calls = len(transport.calls)
+        screen = await open_node(app, pilot, "a100-node")
+        assert screen.instance == instance("a100")
+        assert len(transport.calls) - calls == 5 + 4  # the batch, and one range query per chart
+        assert [g.index for g in screen.gpus.visible_items] == [0, 1, 2, 3]
+        assert "a100-node-01" in str(screen.title_line.render())
+        lines = screen.charts.plain_lines
+        assert lines[0].startswith("history last 10 min")
+        assert [line.split()[:2] for line in lines[1:]] == [["GPU", str(i)] for i in range(4)]
+        assert "GPU 1: memory 91 °C (≥ 90 °C)" in str(screen.reasons.render())
+        await pilot.press("escape")
+        assert app.screen is app.fleet_screen
+        assert app.poller._node is None  # no more history queries
+
+
+async def test_unreachable_prometheus_shows_a_banner_and_keeps_the_data() -> None:
+    app, transport = fleet_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await refresh(app, pilot)
+        transport.fail = urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+        await refresh(app, pilot)
+        banner = app.fleet_screen.banner
+        assert banner.display
+        text = str(banner.render())
+        assert f"Prometheus at {BASE}: cannot connect: Connection refused" in text
+        assert "retrying every 5s" in text and "showing data from" in text
+        assert len(app.fleet_screen.nodes.visible_items) == 7  # the last good answer stays
+        transport.fail = None
+        await refresh(app, pilot)
+        assert not banner.display
+
+
+async def test_an_error_before_any_answer() -> None:
+    app, transport = fleet_app()
+    transport.fail = urllib.error.HTTPError(BASE, 401, "Unauthorized", {}, None)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 40)) as pilot:
+        await refresh(app, pilot)
+        assert "it needs credentials" in str(app.fleet_screen.banner.render())
+        assert app.fleet is None
+
+
+async def test_the_polling_thread_refreshes_on_its_interval() -> None:
+    source, _transport = recorded_source()
+    app = FleetApp(source, interval=0.2)
+    async with app.run_test(size=(140, 40)) as pilot:
+        deadline = time.monotonic() + 10
+        while app.refreshes < 3 and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert app.refreshes >= 3
+        assert app.fleet is not None and len(app.fleet.nodes) == 7
+
+
+async def test_quitting_does_not_wait_for_a_prometheus_that_hangs() -> None:
+    release = threading.Event()
+
+    def hanging(url: str, headers: object, timeout: float) -> bytes:
+        release.wait(30)
+        raise TimeoutError
+
+    source = FleetSource(PrometheusClient(BASE, transport=hanging), clock=lambda: RECORDED["time"])  # type: ignore[arg-type]
+    app = FleetApp(source, interval=5.0)
+    started = time.monotonic()
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.2)
+            assert app.refreshes == 0  # still waiting, and the UI answers
+            await pilot.press("q")
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
