@@ -1816,3 +1816,27 @@ def test_topology_can_wait_for_the_first_reading() -> None:
     assert snapshot.node.topology is not None and len(snapshot.node.topology.links) == 8
     assert snapshot.gpus[0].links is not None and len(snapshot.gpus[0].links) == 4
     assert sampler.poll().node is snapshot.node  # found once
+
+
+def test_field_values_unpacked_from_bytes_match_the_binding() -> None:
+    """The one-pass byte decoding of nvmlFieldValue_t entries reads what the binding's own
+    attributes say, for every value type (and None for a type NVML may add later)."""
+    import pynvml
+
+    from gputui.backends.nvml.fields import _decode, _decode_attributes
+
+    members = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+    samples = (1234.5, 4_000_000_000, 2**40 + 3, 2**63 + 5, -(2**40), -7, 65_000)
+    entries = (pynvml.c_nvmlFieldValue_t * 9)()
+    for i, (member, value) in enumerate(zip(members, samples, strict=True)):
+        entries[i].fieldId, entries[i].scopeId = 100 + i, i
+        entries[i].valueType = i
+        entries[i].nvmlReturn = i % 2 * 3
+        setattr(entries[i].value, member, value)
+    entries[7].valueType, entries[7].nvmlReturn = 42, 0
+    entries[8].valueType, entries[8].nvmlReturn = 0, 15
+    decoded = list(_decode(entries))
+    assert decoded == list(_decode_attributes(entries))
+    assert decoded[:7] == [(i % 2 * 3, v) for i, v in enumerate(samples)]
+    assert decoded[7] == (0, None)
+    assert decoded[8][0] == 15

@@ -100,6 +100,28 @@ async def test_a_new_snapshot_repaints_only_changed_spans(sim_sampler) -> None:
         assert p0.spans_refreshed - before_spans < len(p0.plain_lines) * 4
 
 
+async def test_a_symbol_one_cell_wide_keeps_repaints_small(sim_sampler) -> None:
+    """The title bar's "✔ healthy" is one cell wide like its neighbours: a new reading repaints
+    the clock's digits, not the whole line."""
+    sampler = sim_sampler("dgx-h100", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        bar = app.dashboard.title_bar
+        bar.set_state(health=("✔ healthy", "ok"))
+        assert "✔" in bar.plain_lines[0]
+        regions = []
+        original = bar.refresh
+
+        def record(*args, **kwargs):
+            regions.extend(args)
+            return original(*args, **kwargs)
+
+        bar.refresh = record
+        await show(app, pilot, sampler)
+        assert regions and all(r.width < 20 for r in regions), regions
+
+
 async def test_replaceable_snapshots_collapse_to_the_newest(sim_sampler) -> None:
     sampler = sim_sampler("rtx4090")
     a, b = SnapshotReady(sampler.poll()), SnapshotReady(sampler.poll())
@@ -884,3 +906,17 @@ def test_importing_the_app_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("texts", [("0123", "4567", "89"), ("ab", "中文", "cd"), ("x", "", "yz")])
+def test_span_crop_cuts_like_textual(texts) -> None:
+    """The compositor's own cropping (by string index for one-cell text) gives Textual's cells."""
+    from gputui.tui.span_compositor import _crop
+
+    styles = [Style(color="red"), Style(color="blue"), None]
+    strip = Strip([Segment(t, s) for t, s in zip(texts, styles, strict=True)])
+    for start in range(strip.cell_length):
+        for end in range(start + 1, strip.cell_length + 1):
+            ours = [(s.text, s.style) for s in _crop(strip, start, end) if s.text]
+            textual = [(s.text, s.style) for s in strip.crop(start, end) if s.text]
+            assert ours == textual, (start, end)

@@ -25,15 +25,16 @@ def sparkline(values: Sequence[float], width: int, lo: float = 0.0, hi: float = 
     """One row, ``width`` cells, newest on the right, left-padded with blanks when short."""
     if width <= 0:
         return ""
-    tail = list(values[-width:])
+    span = hi - lo
+    levels = _LEVELS
     cells = []
-    for value in tail:
-        if value is None or math.isnan(value):
+    for value in values[-width:]:
+        if value is None or value != value:  # a gap (None or NaN) is blank
             cells.append(" ")
-        else:
-            # A known value shows at least the lowest bar; only a gap (unknown) is blank.
-            level = max(1, round(_scale(value, lo, hi) * 8))
-            cells.append(_LEVELS[level])
+            continue
+        # A known value shows at least the lowest bar; only a gap (unknown) is blank.
+        level = round((value - lo) / span * 8) if span > 0 else 0
+        cells.append(levels[1 if level < 1 else 8 if level > 8 else level])
     return "".join(cells).rjust(width)
 
 

@@ -29,7 +29,9 @@ from textual.widget import Widget
 from gputui.format import cell_width, clip
 
 if TYPE_CHECKING:
+    from textual.color import Color
     from textual.css.styles import RenderStyles
+    from textual.filter import LineFilter
 
 Piece = tuple[str, str]
 """``(text, component class)``; the class may be ``""`` for the widget's own style."""
@@ -108,6 +110,11 @@ punctuation such as — and …, arrows, math signs, box drawing, block elements
 its width is its length, measured without a lookup per character."""
 
 
+def _one_cell_each(text: str) -> bool:
+    """Whether every character of ``text`` takes one cell (its width is its length)."""
+    return _NARROW.fullmatch(text) is not None or cell_width(text) == len(text)
+
+
 _CELLS: dict[str, int] = {}
 _CELLS_MAX = 8192
 
@@ -137,6 +144,38 @@ def line_width(line: Line) -> int:
 
 def fit(line: Line, width: int) -> Line:
     """Crop or pad a line to exactly ``width`` cells."""
+    return fit_with_text(line, width)[0]
+
+
+def fit_with_text(line: Line, width: int) -> tuple[Line, str]:
+    """:func:`fit`, and the fitted line's text. Lines of one-cell characters (nearly all) are
+    measured and cut by length, without a width lookup per piece."""
+    text = "".join(t for t, _ in line)
+    if not _NARROW.fullmatch(text):
+        fitted = _fit_cells(line, width)
+        return fitted, "".join(t for t, _ in fitted)
+    if len(text) > width:
+        out: Line = []
+        used = 0
+        for piece in line:
+            if used >= width:
+                break
+            if piece[0]:
+                if len(piece[0]) > width - used:
+                    piece = (piece[0][: width - used], piece[1])
+                out.append(piece)
+                used += len(piece[0])
+        return out, text[:width]
+    out = [piece for piece in line if piece[0]]
+    if len(text) < width:
+        pad = " " * (width - len(text))
+        out.append((pad, ""))
+        text += pad
+    return out, text
+
+
+def _fit_cells(line: Line, width: int) -> Line:
+    """:func:`fit` for lines with wide (or zero-width) characters: measured piece by piece."""
     out: Line = []
     used = 0
     for text, cls in line:
@@ -166,7 +205,8 @@ class LineBuilder:
     def add(self, text: str, cls: str = "") -> LineBuilder:
         if text:
             self.pieces.append((text, cls))
-            self.width += cells(text)
+            width = _CELLS.get(text)
+            self.width += cells(text) if width is None else width
         return self
 
     def extend(self, pieces: Iterable[Piece]) -> LineBuilder:
@@ -183,29 +223,38 @@ class LineBuilder:
         return self.pieces if width is None else fit(self.pieces, width)
 
 
+CHUNK = 16
+"""Cells compared at once by :func:`changed_spans` (a string compare in C) before it looks
+cell by cell inside a chunk that differs."""
+
+
 def changed_spans(
     old_text: str, old_codes: str, new_text: str, new_codes: str, gap: int = MERGE_GAP
 ) -> list[tuple[int, int]]:
     """``[(start, end), ...]`` cell ranges where two lines differ, runs closer than ``gap``
     merged."""
     spans: list[tuple[int, int]] = []
+    common = min(len(old_text), len(new_text))
     length = max(len(old_text), len(new_text))
     start = -1
     last = -1
-    for x in range(length):
+    for base in range(0, length, CHUNK):
+        end = base + CHUNK
         if (
-            x < len(old_text)
-            and x < len(new_text)
-            and old_text[x] == new_text[x]
-            and old_codes[x] == new_codes[x]
+            end <= common
+            and old_text[base:end] == new_text[base:end]
+            and old_codes[base:end] == new_codes[base:end]
         ):
             continue
-        if start >= 0 and x - last > gap:
-            spans.append((start, last + 1))
-            start = x
-        elif start < 0:
-            start = x
-        last = x
+        for x in range(base, min(end, length)):
+            if x < common and old_text[x] == new_text[x] and old_codes[x] == new_codes[x]:
+                continue
+            if start >= 0 and x - last > gap:
+                spans.append((start, last + 1))
+                start = x
+            elif start < 0:
+                start = x
+            last = x
     if start >= 0:
         spans.append((start, last + 1))
     return spans
@@ -237,12 +286,16 @@ class LineWidget(Widget):
     ) -> None:
         # Set before Widget.__init__, which may already call notify_style_update().
         self._style_cache: dict[str, Style] = {}
+        self._plain_box: bool | None = None
+        self._background: Color | None = None
+        self._filters: tuple[LineFilter, ...] = ()
         self._palette: Widget | None = None
         self._strips: list[Strip | None] = []
         super().__init__(name=name, id=id, classes=classes)
         self._texts: list[str] = []
         self._codes: list[str] = []
         self._pieces: list[Line] = []
+        self._raw: list[tuple[Piece, ...]] = []
         self._built_size: tuple[int, int] | None = None
         self.spans_refreshed = 0
         """How many partial spans this widget asked to repaint (for tests and benchmarks)."""
@@ -274,7 +327,7 @@ class LineWidget(Widget):
             old_code = old_codes[y] if y < len(old_codes) else ""
             if old_text == new_text and old_code == new_code:
                 continue
-            if cells(old_text) != len(old_text) or cells(new_text) != len(new_text):
+            if not (_one_cell_each(old_text) and _one_cell_each(new_text)):
                 # A wide character makes text positions differ from cells: repaint the line.
                 regions.append(Region(0, y, width, 1))
                 continue
@@ -295,13 +348,40 @@ class LineWidget(Widget):
         lines = list(self.build_lines(width, height))[:height]
         while len(lines) < height:
             lines.append([])
-        pieces = [fit(line, width) for line in lines]
+        # A line built exactly as last time (most lines of a panel, tick after tick) keeps its
+        # fitted pieces, text, style codes and rendered strip.
+        same_size = self._built_size == (width, height)
+        old_raw, old_pieces, old_texts, old_codes = (
+            self._raw,
+            self._pieces,
+            self._texts,
+            self._codes,
+        )
+        old_strips = self._strips
+        raw: list[tuple[Piece, ...]] = []
+        pieces: list[Line] = []
+        texts: list[str] = []
+        codes: list[str] = []
+        strips: list[Strip | None] = []
+        for y, line in enumerate(lines):
+            key = tuple(line)
+            raw.append(key)
+            if same_size and y < len(old_raw) and old_raw[y] == key:
+                pieces.append(old_pieces[y])
+                texts.append(old_texts[y])
+                codes.append(old_codes[y])
+                strips.append(old_strips[y] if y < len(old_strips) else None)
+                continue
+            fitted, text = fit_with_text(line, width)
+            pieces.append(fitted)
+            texts.append(text)
+            codes.append("".join(_CODES.get(cls, " ") * len(text) for text, cls in fitted))
+            strips.append(None)
+        self._raw = raw
         self._pieces = pieces
-        self._texts = ["".join(text for text, _ in line) for line in pieces]
-        self._codes = [
-            "".join(_CODES.get(cls, " ") * len(text) for text, cls in line) for line in pieces
-        ]
-        self._strips = [None] * height
+        self._texts = texts
+        self._codes = codes
+        self._strips = strips
         self._built_size = (width, height)
 
     def _find_palette(self) -> Widget | None:
@@ -319,10 +399,32 @@ class LineWidget(Widget):
             palette = self._find_palette() if cls else None
             if palette is not None and cls in palette._component_styles:
                 style = style + _blend(palette.get_component_styles(cls), self)
+            # The app's line filters (ANSI colours to the theme's, dim blending) act on each
+            # segment's style alone: applied here once per class, not to every repainted line.
+            for line_filter in self._filters:
+                style = (
+                    line_filter.apply([Segment(" ", style)], self._filter_background())[0].style
+                    or Style()
+                )
             self._style_cache[cls] = style
         return style
 
+    def _filter_background(self) -> Color:
+        background = self._background
+        if background is None:
+            background = self._background = self.background_colors[1]
+        return background
+
+    def _check_filters(self) -> None:
+        """Restyle when the app's line filters changed (the styles have them applied)."""
+        filters = tuple(self.get_line_filters())
+        if filters != self._filters:
+            self._filters = filters
+            self._style_cache.clear()
+            self._strips = [None] * len(self._strips)
+
     def render_line(self, y: int) -> Strip:
+        self._check_filters()
         width, height = self.size
         if self._built_size != (width, height):
             self._set_content(width, height)
@@ -337,10 +439,50 @@ class LineWidget(Widget):
             self._strips[y] = strip
         return strip
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of ``crop``, straight from :meth:`render_line` when the widget draws its
+        whole box itself (no border, padding, outline, tint or transparency: every LineWidget
+        in gputui's CSS). Textual's general path re-wraps each line of each repaint in a new
+        Strip, walks the style rules and crops again: two thirds of a refresh's CPU on the
+        dashboard. The app's line filters are already in the styles (see :meth:`_style`)."""
+        if not self._draws_whole_box():
+            return super().render_lines(crop)
+        self._check_filters()
+        width, height = self.size
+        if self._built_size != (width, height):
+            self._set_content(width, height)
+        cached = self._strips
+        strips = [
+            (cached[y] or self.render_line(y)) if y < len(cached) else self.render_line(y)
+            for y in crop.line_range
+        ]
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+    def _draws_whole_box(self) -> bool:
+        plain = self._plain_box
+        if plain is None:
+            styles = self.styles
+            plain = self._plain_box = (
+                not any(edge for edge, _ in styles.border)
+                and not any(edge for edge, _ in styles.outline)
+                and not any(styles.padding)
+                and styles.tint.a == 0
+                and styles.text_opacity == 1.0
+                and not (styles.has_rule("hatch") and styles.hatch != "none")
+                and self._border_title is None
+                and self._border_subtitle is None
+            )
+        return plain and self.opacity == 1.0
+
     def notify_style_update(self) -> None:
         # Colours changed (theme, CSS): keep the content, re-style it on the next render.
         super().notify_style_update()
         self._style_cache.clear()
+        self._plain_box = None
+        self._background = None
         self._strips = [None] * len(self._strips)
 
     def on_mount(self) -> None:
@@ -348,6 +490,7 @@ class LineWidget(Widget):
 
     def _theme_changed(self, _theme: object) -> None:
         self._style_cache.clear()
+        self._background = None
         self._strips = [None] * len(self._strips)
         self.refresh()
 
