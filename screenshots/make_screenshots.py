@@ -24,6 +24,7 @@ SHOTS: tuple[tuple[str, str, tuple[int, int], tuple[str, ...]], ...] = (
     ("single-gpu", "rtx4090", (120, 40), ()),
     ("gpu-selected", "dgx-h100", (120, 40), ("7",)),
     ("mi300x", "mi300x", (120, 40), ()),
+    ("mig-node", "mig", (120, 40), ()),
     ("topology", "dgx-h100", (120, 40), ("t",)),
 )
 WARM_UP_POLLS = 120

@@ -284,6 +284,28 @@ def test_training_processes_look_real() -> None:
     assert gpu0.memory_used_bytes >= ranks[0].gpu_memory_bytes
 
 
+def test_demo_processes_work_for_a_slurm_job_a_pod_and_a_container() -> None:
+    """What the dashboard's JOB / POD column shows on the demo node (the sim's processes are not
+    enriched from this machine's /proc, so their attribution is theirs)."""
+    assert SimBackend.enrich_processes is False
+    procs = sim("dgx-h100").read_processes(T0 + 20.0)
+    ranks = [p for p in procs if "train.py" in p.command]
+    for p in ranks:
+        assert (p.slurm_job_id, p.slurm_step, p.slurm_job_name) == ("4242", "0", "train-llama")
+        assert p.slurm_job_user == "svc-train" and p.container_id is None
+    (server,) = [p for p in procs if p.name == "vllm"]
+    assert (server.k8s_namespace, server.k8s_pod_name) == ("ml", "vllm-0")
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        server.k8s_pod_uid or "",
+    )
+    assert server.container_name == "vllm" and server.container_runtime == "containerd"
+    (kernel,) = [p for p in procs if p.gpu_index == 7]
+    assert kernel.container_name == "jupyter" and kernel.container_runtime == "docker"
+    assert re.fullmatch(r"[0-9a-f]{64}", kernel.container_id or "")
+    assert kernel.k8s_pod_uid is None and kernel.slurm_job_id is None
+
+
 # -- tiers and capabilities ----------------------------------------------------------------------
 
 

@@ -203,7 +203,9 @@ def test_snapshot_text_has_a_job_pod_column_and_the_usage(capsys) -> None:
     header = next(line for line in out.splitlines() if line.startswith("GPU  PID"))
     assert header.index("JOB / POD") < header.index("COMMAND")
     rank0 = next(line for line in out.splitlines() if "--local-rank=0" in line)
-    assert "ctr 5e277ec3818f" in rank0 and "[ctr" not in rank0  # said once, in its column
+    assert "job 4242 train-llama" in rank0 and "[ctr" not in rank0  # the demo's Slurm job
+    vllm = next(line for line in out.splitlines() if "vllm serve" in line)
+    assert "pod ml/vllm-0" in vllm and "[ctr" not in vllm  # its container said once, as a pod
     idle = next(line for line in out.splitlines() if line.startswith("Idle now: "))
     assert "Usage over 0.5s" in out and "7 (held)" in idle  # the idle notebook on GPU 7
 

@@ -11,7 +11,7 @@ from textual.widgets import Button, Label, Static
 
 from gputui.format import fmt_bytes
 from gputui.history import History
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
 from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
 from gputui.tui.screens.process_detail import ProcessChart, ProcessDetailScreen
 
@@ -253,3 +253,89 @@ async def test_detail_charts_scale_from_zero_with_labelled_axes() -> None:
         assert sm[1].lstrip().startswith("100%") and sm[-2].lstrip().startswith("0%")
         cpu = screen.query_one("#plot-cpu_pct", ProcessChart).plain_lines
         assert cpu[1].lstrip().startswith("300%")  # several cores: a round number above the largest
+
+
+# --- who the process works for, and its MIG instance -------------------------------------------
+
+
+async def detail_info(process: ProcessSample, snapshot: Snapshot | None = None) -> str:
+    app = HostApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = ProcessDetailScreen(process, History())
+        await app.push_screen(screen)
+        if snapshot is not None:
+            screen.update_snapshot(snapshot)
+        await pilot.pause()
+        return text_of(screen.query_one("#detail-info", Static))
+
+
+def info_rows(info: str) -> dict[str, str]:
+    """``label -> value`` of the detail lines (labels are padded to 14 cells)."""
+    return {line[:14].strip(): line[14:].strip() for line in info.splitlines() if line.strip()}
+
+
+async def test_detail_lists_the_slurm_job_pod_and_container() -> None:
+    container_id = "ab12" * 16
+    process = proc(
+        container_id=container_id,
+        container_name="vllm",
+        container_runtime="containerd",
+        slurm_job_id="4242",
+        slurm_step="0",
+        slurm_job_name="train-llama",
+        slurm_job_user="svc-train",
+        k8s_pod_uid="3f1c9a52-8d4e-4b7a-9c21-5e6f7a8b9c0d",
+        k8s_pod_name="vllm-0",
+        k8s_namespace="ml",
+    )
+    rows = info_rows(await detail_info(process, snap(process)))
+    assert rows["Slurm job"] == "4242 step 0"
+    assert rows["Job name"] == "train-llama"
+    assert rows["Job user"] == "svc-train"
+    assert rows["Pod"] == "ml/vllm-0"
+    assert rows["Pod UID"] == "3f1c9a52-8d4e-4b7a-9c21-5e6f7a8b9c0d"
+    assert rows["Container"] == "vllm (containerd)"
+    assert rows["Container id"] == container_id
+    assert rows["User"] == "alice" and rows["PID"] == "4242"  # the other facts stay
+
+
+async def test_detail_of_a_process_of_nobodys_says_no_container() -> None:
+    process = proc(container_id=None)
+    rows = info_rows(await detail_info(process, snap(process)))
+    assert rows["Container"] == "none"
+    assert not {"Slurm job", "Pod", "Container id"} & set(rows)
+
+
+MIG_NODE = NodeInfo(
+    hostname="node1",
+    backend="fake",
+    gpus=(
+        GpuInfo(
+            index=0,
+            name="NVIDIA H100 80GB HBM3",
+            uuid="GPU-0",
+            vendor="nvidia",
+            mig_enabled=True,
+            mig_devices=(
+                MigDeviceInfo(0, 7, 0, "MIG-aaaa", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+                MigDeviceInfo(0, 8, 0, "MIG-bbbb", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+            ),
+        ),
+    ),
+)
+
+
+async def test_detail_names_the_mig_instance_and_keeps_its_uuid() -> None:
+    process = proc(mig_uuid="MIG-bbbb")
+    snapshot = Snapshot(
+        timestamp=T0, node=MIG_NODE, gpus=(GpuSample(index=0, timestamp=T0),), processes=(process,)
+    )
+    rows = info_rows(await detail_info(process, snapshot))
+    assert rows["GPU"] == "0  (MIG 1g.10gb GI 8 CI 0)"
+    assert rows["MIG device"] == "MIG-bbbb"
+    # Before any snapshot names its instance, the UUID alone.
+    rows = info_rows(await detail_info(process))
+    assert rows["GPU"] == "0  (MIG instance)" and rows["MIG device"] == "MIG-bbbb"
+    # Not in MIG: no MIG line.
+    rows = info_rows(await detail_info(proc(), snap(proc())))
+    assert rows["GPU"] == "0" and "MIG device" not in rows

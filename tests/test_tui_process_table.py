@@ -9,8 +9,13 @@ import pytest
 from textual.app import App, ComposeResult
 
 from gputui.format import fmt_bytes
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.tui.widgets.process_table import COLUMN_KEYS, ProcessTable, sort_processes
+from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
+from gputui.tui.widgets.process_table import (
+    COLUMN_KEYS,
+    MIN_COMMAND_WIDTH,
+    ProcessTable,
+    sort_processes,
+)
 
 GiB = 1024**3
 MiB = 1024**2
@@ -86,7 +91,7 @@ async def test_rows_added_updated_removed() -> None:
 
 async def test_cell_texts() -> None:
     app = TableApp()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(140, 40)) as pilot:  # room for every column and JOB / POD
         table = app.query_one(ProcessTable)
         table.update_processes(
             snap(
@@ -109,7 +114,10 @@ async def test_cell_texts() -> None:
         assert cell(table, "1:0", "cpu") == "n/a"
         assert cell(table, "1:0", "rss") == "n/a"
         assert cell(table, "1:0", "time") == "2:03:11"
-        assert cell(table, "1:0", "command") == "[ctr 01234567] python train_1.py"
+        # The JOB / POD column names the container; the command does not say it again.
+        assert cell(table, "1:0", "workload") == "ctr 0123456789ab"
+        assert cell(table, "1:0", "command") == "python train_1.py"
+        assert cell(table, "2:0", "workload") == "-"
         assert cell(table, "2:0", "type") == "G"
         assert cell(table, "2:0", "command") == "Xorg"
         assert cell(table, "2:0", "time") == "3d04h"
@@ -455,9 +463,261 @@ async def test_the_command_column_keeps_what_tells_processes_apart() -> None:
         await pilot.pause()
         commands = [cell(table, f"{1000 + i}:{i % 2}", "command") for i in range(8)]
         assert all(c.endswith(f"--local-rank={i}") for i, c in enumerate(commands))
-        assert commands[3] == "[ctr 5e277ec3] train.py … --local-rank=3"
+        assert commands[3] == "train.py … --local-rank=3"  # the container is in JOB / POD
+        assert cell(table, "1003:1", "workload") == "ctr 5e277ec3818f"
         for line in table.plain_lines:
             assert len(line) == table.size.width
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert cell(table, "1003:1", "command") == "train.py … --local-rank=3"
+
+
+# -- who uses the GPUs: the JOB / POD column -------------------------------------------------------
+
+POD_UID = "3f1c9a52-8d4e-4b7a-9c21-5e6f7a8b9c0d"
+JUPYTER_ID = "9c3e" * 16
+
+
+def workloads() -> Snapshot:
+    """Two ranks of a Slurm job, a pod, a Docker container and a process of nobody's."""
+    job = {
+        "slurm_job_id": "4242",
+        "slurm_step": "0",
+        "slurm_job_name": "train-llama",
+        "slurm_job_user": "svc-train",
+    }
+    return snap(
+        proc(21, gpu=0, mem=70 * GiB, command="python train.py --local-rank=0", **job),
+        proc(22, gpu=1, mem=69 * GiB, command="python train.py --local-rank=1", **job),
+        proc(
+            31,
+            gpu=1,
+            mem=60 * GiB,
+            command="/usr/bin/python3 vllm serve llama --port 8001",
+            container_id="ab" * 32,
+            container_name="vllm",
+            container_runtime="containerd",
+            k8s_pod_uid=POD_UID,
+            k8s_pod_name="vllm-0",
+            k8s_namespace="ml",
+        ),
+        proc(
+            41,
+            gpu=0,
+            mem=40 * GiB,
+            command="python -m ipykernel_launcher",
+            container_id=JUPYTER_ID,
+            container_name="jupyter",
+            container_runtime="docker",
+        ),
+        proc(51, gpu=0, mem=GiB, command="python notebook.py"),
+    )
+
+
+async def test_job_pod_column_shows_only_while_a_process_has_a_workload() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(snap(proc(1), proc(2, container_id=None)))
+        await pilot.pause()
+        assert "workload" not in table.column_keys
+        assert "JOB / POD" not in table.plain_lines[0]
+        assert "type" in table.column_keys  # nothing gave way
+
+        table.update_processes(workloads())
+        await pilot.pause()
+        keys = table.column_keys
+        assert keys.index("workload") == keys.index("command") - 1  # just before COMMAND
+        assert table.plain_lines[0].index("JOB / POD") < table.plain_lines[0].index("COMMAND")
+        assert cell(table, "21:0", "workload") == "job 4242 train-ll…"  # clipped to its column
+        assert cell(table, "31:1", "workload") == "pod ml/vllm-0"
+        assert cell(table, "41:0", "workload") == "ctr jupyter"
+        assert cell(table, "51:0", "workload") == "-"
+        drawn = next(line for line in table.plain_lines if " 31 " in line)
+        assert "pod ml/vllm-0" in drawn
+
+        table.update_processes(snap(proc(1)))  # the workloads are gone: so is the column
+        await pilot.pause()
+        assert "workload" not in table.column_keys
+        assert "JOB / POD" not in table.plain_lines[0]
+
+
+async def test_job_pod_column_sorts_by_its_label() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(workloads())
+        await pilot.pause()
+        table.sort_by("workload")
+        await pilot.pause()
+        # ctr jupyter, job 4242 (two ranks by GPU), pod ml/vllm-0; nobody's last.
+        assert pids(table) == [41, 21, 22, 31, 51]
+        assert "JOB / POD ▲" in table.plain_lines[0]
+        table.sort_by("workload", reverse=True)
+        await pilot.pause()
+        assert pids(table) == [31, 21, 22, 41, 51]
+        # A click on its header sorts by it too, and `s` passes through it.
+        table.sort_by("pid")
+        await pilot.pause()
+        assert await pilot.click(ProcessTable, offset=(table.header_x("workload") + 1, 0))
+        await pilot.pause()
+        assert table.sort_column == "workload"
+        seen = set()
+        for _ in table.column_keys:
+            await pilot.press("s")
+            seen.add(table.sort_column)
+        assert seen == set(table.column_keys)
+
+
+@pytest.mark.parametrize(
+    ("needle", "expected"),
+    [
+        ("vllm-0", [31]),  # pod name
+        ("ml", [31]),  # namespace
+        ("4242", [21, 22]),  # Slurm job id
+        ("train-llama", [21, 22]),  # job name
+        ("jupyter", [41]),  # container name
+        ("9c3e9c3e", [41]),  # container id
+        ("docker", [41]),  # runtime
+    ],
+)
+async def test_filter_matches_the_job_pod_and_container(needle: str, expected: list[int]) -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(workloads())
+        await pilot.pause()
+        table.text_filter = needle.upper()  # case-insensitive
+        await pilot.pause()
+        assert sorted(pids(table)) == expected
+
+
+async def test_command_says_the_container_only_when_job_pod_does_not() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(
+            snap(proc(7, command="/srv/serve", container_id="5e277ec3818f" + "0" * 52))
+        )
+        await pilot.pause()
+        assert "workload" in table.column_keys
+        assert cell(table, "7:0", "workload") == "ctr 5e277ec3818f"
+        assert cell(table, "7:0", "command") == "serve"
+        assert "[ctr" not in "".join(table.plain_lines)
+
+        # Too narrow for the column (COMMAND would be squeezed): the tag comes back.
+        await pilot.resize_terminal(100, 24)
+        await pilot.pause()
+        assert "workload" not in table.column_keys
+        assert cell(table, "7:0", "command") == "[ctr 5e277ec3] serve"
+
+
+@pytest.mark.parametrize(
+    ("width", "shown", "left_out"),
+    [
+        (160, True, set()),
+        (120, True, {"type"}),  # TYPE gives way to JOB / POD
+        (110, True, {"type", "rss"}),
+        (100, False, set()),  # not even then: the table as it is without workloads
+        (95, True, {"type", "rss", "time"}),  # the narrow layout has room again
+        (80, False, {"type", "rss", "time"}),
+    ],
+)
+async def test_job_pod_column_leaves_the_command_room(
+    width: int, shown: bool, left_out: set[str]
+) -> None:
+    app = TableApp()
+    async with app.run_test(size=(width, 24)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(workloads())
+        await pilot.pause()
+        keys = set(table.column_keys)
+        assert ("workload" in keys) is shown
+        assert not keys & left_out
+        assert keys | left_out | {"workload"} == set(COLUMN_KEYS) | {"workload"}
+        if shown:
+            assert width - table.header_x("command") >= MIN_COMMAND_WIDTH
+        assert all(len(line) == width for line in table.plain_lines)
+
+
+async def test_job_pod_column_widens_when_the_command_has_room_to_spare() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 24)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(workloads())
+        await pilot.pause()
+        assert cell(table, "21:0", "workload") == "job 4242 train-ll…"
+        await pilot.resize_terminal(200, 24)
+        await pilot.pause()
+        assert cell(table, "21:0", "workload") == "job 4242 train-llama"
+        assert 200 - table.header_x("command") >= 60
+
+
+# -- MIG instances under their GPU -----------------------------------------------------------------
+
+MIG_NODE = NodeInfo(
+    hostname="node1",
+    backend="fake",
+    gpus=(
+        GpuInfo(
+            index=0,
+            name="NVIDIA H100 80GB HBM3",
+            uuid="GPU-0",
+            vendor="nvidia",
+            mig_enabled=True,
+            mig_devices=tuple(
+                MigDeviceInfo(0, gi, 0, f"MIG-0-{gi}", "NVIDIA H100 80GB HBM3 MIG 1g.10gb")
+                for gi in (7, 8, 13)
+            ),
+        ),
+        GpuInfo(index=1, name="NVIDIA H100 80GB HBM3", uuid="GPU-1", vendor="nvidia"),
+    ),
+)
+
+
+def mig_snap() -> Snapshot:
+    procs = (
+        proc(101, gpu=0, mem=8 * GiB, mig_uuid="MIG-0-13"),
+        proc(102, gpu=0, mem=9 * GiB, mig_uuid="MIG-0-7"),
+        proc(103, gpu=0, mem=7 * GiB, mig_uuid="MIG-0-8"),
+        proc(104, gpu=1, mem=60 * GiB),
+        proc(105, gpu=0, mem=GiB, mig_uuid="MIG-unknown"),
+    )
+    gpus = tuple(GpuSample(index=i, timestamp=T0) for i in (0, 1))
+    return Snapshot(timestamp=T0, node=MIG_NODE, gpus=gpus, processes=procs)
+
+
+async def test_mig_processes_show_their_instance_and_sort_under_their_gpu() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_processes(mig_snap())
+        await pilot.pause()
+        assert cell(table, "102:0", "gpu") == "0·g7"
+        assert cell(table, "101:0", "gpu") == "0·g13"
+        assert cell(table, "104:1", "gpu") == "1"
+        assert cell(table, "105:0", "gpu") == "0·?"  # an instance the node does not list
+        drawn = next(line for line in table.plain_lines if " 101 " in line)
+        assert drawn.split()[0] == "0·g13"  # whole: the GPU column is wide enough
+
+        table.sort_by("gpu")
+        await pilot.pause()
+        # GPU 0's instances in the order of their ids (the unlisted one first), then GPU 1.
+        assert pids(table) == [105, 102, 103, 101, 104]
+        table.sort_by("gpu", reverse=True)
+        await pilot.pause()
+        assert pids(table) == [104, 101, 103, 102, 105]
+
+        table.gpu_filter = 0  # the parent GPU: every process in its instances
+        await pilot.pause()
+        assert sorted(pids(table)) == [101, 102, 103, 105]
+        table.gpu_filter = 1
+        await pilot.pause()
+        assert pids(table) == [104]
+
+
+def test_sort_by_gpu_without_instances_keeps_the_index_order() -> None:
+    procs = list(mig_snap().processes)
+    ordered = sort_processes(procs, "gpu", False, T0)
+    assert [p.gpu_index for p in ordered] == [0, 0, 0, 0, 1]
+    assert [p.pid for p in ordered] == [101, 102, 103, 105, 104]  # ties by PID

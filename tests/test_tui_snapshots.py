@@ -52,6 +52,18 @@ def test_gpu_selected_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(dashboard(sim_sampler, "dgx-h100"), press=["2"], terminal_size=(120, 40))
 
 
+def test_mig_120x40(snap_compare, sim_sampler) -> None:
+    """A node in MIG mode: the processes in MIG instances under their GPU (``0·g7``), sorted by
+    GPU and instance, with the pods of the inference services in the JOB / POD column."""
+
+    async def sort_by_gpu(pilot) -> None:
+        pilot.app.dashboard.process_table.sort_by("gpu")
+        await pilot.press("home")
+
+    app = dashboard(sim_sampler, "mig")
+    assert snap_compare(app, run_before=sort_by_gpu, terminal_size=(120, 40))
+
+
 # -- health findings ------------------------------------------------------------------------------
 
 T0 = 1_700_000_000.0

@@ -10,7 +10,7 @@ check and the exporter; it imports nothing but the model.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gputui.model import Finding, MigDeviceInfo, MigSample, ProcessSample, Snapshot
@@ -32,6 +32,34 @@ def mig_profile(name: str | None) -> str:
 def instance_label(info: MigDeviceInfo) -> str:
     """``1g.10gb GI 7 CI 0``: how an instance is named in reports (``nvidia-smi``'s ids)."""
     return f"{mig_profile(info.name)} GI {info.gpu_instance_id} CI {info.compute_instance_id}"
+
+
+def instance_tag(info: MigDeviceInfo) -> str:
+    """``g7`` for GPU instance 7 (``g7c1`` when the compute instance is not 0): what a process
+    table writes after the parent GPU's index, ``3·g7``."""
+    ci = info.compute_instance_id
+    return f"g{info.gpu_instance_id}" + (f"c{ci}" if ci else "")
+
+
+def process_gpu_text(p: ProcessSample, instances: Mapping[str, MigDeviceInfo]) -> str:
+    """A process's GPU as a table shows it: ``3``, or ``3·g7`` when it runs in GPU instance 7
+    of GPU 3 (``instances``: :func:`instances_by_uuid`); an instance the node does not list
+    reads ``3·?``."""
+    if p.mig_uuid is None:
+        return str(p.gpu_index)
+    info = instances.get(p.mig_uuid)
+    return f"{p.gpu_index}·{instance_tag(info) if info is not None else '?'}"
+
+
+def process_gpu_order(
+    p: ProcessSample, instances: Mapping[str, MigDeviceInfo]
+) -> tuple[int, int, int]:
+    """Sort key of a process's GPU: the parent's index, then the GPU and compute instance ids
+    (a process on the whole GPU first)."""
+    info = instances.get(p.mig_uuid) if p.mig_uuid is not None else None
+    if info is None:
+        return (p.gpu_index, -1, -1)
+    return (p.gpu_index, info.gpu_instance_id, info.compute_instance_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +160,10 @@ __all__ = [
     "finding_note",
     "has_mig",
     "instance_label",
+    "instance_tag",
     "instances_by_uuid",
     "mig_profile",
     "mig_views",
+    "process_gpu_order",
+    "process_gpu_text",
 ]

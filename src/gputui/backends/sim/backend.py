@@ -175,6 +175,15 @@ class SimBackend(Backend):
                         start_time=started,
                         container_id=p.container_id,
                         mig_uuid=p.mig_uuid,
+                        container_runtime=p.container_runtime,
+                        container_name=p.container_name,
+                        slurm_job_id=p.slurm_job_id,
+                        slurm_step=p.slurm_step,
+                        slurm_job_name=p.slurm_job_name,
+                        slurm_job_user=p.slurm_job_user,
+                        k8s_pod_uid=p.k8s_pod_uid,
+                        k8s_pod_name=p.k8s_pod_name,
+                        k8s_namespace=p.k8s_namespace,
                     )
                 )
         out.sort(key=lambda s: (s.gpu_index, s.pid))

@@ -15,6 +15,7 @@ remapped-row counters while instances exist.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from gputui.backends.sim import workloads as wl
 from gputui.backends.sim.hardware import H100_SXM, MIB
@@ -31,6 +32,7 @@ from gputui.backends.sim.plan import (
     kernel_json,
     new_container_id,
     nvidia_uuid,
+    pod_uid,
     training_ranks,
 )
 
@@ -90,7 +92,14 @@ _CHAT_MODELS = {
     "rsato": "google/gemma-2-2b-it",
 }
 _SERVICE_USERS = frozenset({"svc-chat", "svc-embed"})
-"""Users whose servers run in containers (the rest run from their home directories)."""
+"""Users whose servers run in containers (the rest run from their home directories), in
+Kubernetes pods of the ``ml`` namespace."""
+_PODS = {
+    "Qwen/Qwen2.5-1.5B-Instruct": ("qwen-chat", "vllm"),
+    "meta-llama/Llama-3.1-8B-Instruct": ("llama-8b", "vllm"),
+    "BAAI/bge-large-en-v1.5": ("bge-embed", "tei"),
+}
+"""Model served -> (the pods' StatefulSet, the container's name)."""
 _VLLM_SERVE = (
     "/usr/bin/python3 /usr/local/bin/vllm serve {model} --port {port} "
     "--gpu-memory-utilization {frac} --max-model-len {ctx}"
@@ -250,6 +259,31 @@ def _process(
     )
 
 
+def _in_pods(procs: list[ProcPlan], r: random.Random) -> list[ProcPlan]:
+    """The service users' servers as the pods of StatefulSets (``ml/qwen-chat-0`` ...), one
+    pod a server, numbered in GPU and instance order."""
+    out = []
+    made: dict[str, int] = {}
+    for p in procs:
+        model = next((m for m in _PODS if m in p.command), None)
+        if p.user not in _SERVICE_USERS or model is None:
+            out.append(p)
+            continue
+        base, container = _PODS[model]
+        n = made[base] = made.get(base, -1) + 1
+        out.append(
+            replace(
+                p,
+                container_runtime="containerd",
+                container_name=container,
+                k8s_pod_name=f"{base}-{n}",
+                k8s_namespace="ml",
+                k8s_pod_uid=pod_uid(r),
+            )
+        )
+    return out
+
+
 def mig_node(seed: int) -> Plan:
     """The plan of the ``mig`` scenario (see the module docstring)."""
     s = "mig"
@@ -282,6 +316,7 @@ def mig_node(seed: int) -> Plan:
             for kind, user in _TENANTS.get((g.index, k), ()):
                 procs.append(_process(r, taken, seed, kind, user, g.index, instance, port))
                 port += 10
+    procs = _in_pods(procs, make_rng(s, seed, "owners"))
     return Plan(
         scenario=s,
         seed=seed,

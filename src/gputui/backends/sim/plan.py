@@ -81,6 +81,17 @@ class ProcPlan:
     container_id: str | None = None
     mig_uuid: str | None = None
     """The MIG instance it runs in (its ``track`` is then its activity within that instance)."""
+    # Who it works for, as the host's cgroups and the engines' state would tell (see
+    # :class:`gputui.model.ProcessSample`); the sim backend's processes are not enriched from /proc.
+    container_runtime: str | None = None
+    container_name: str | None = None
+    slurm_job_id: str | None = None
+    slurm_step: str | None = None
+    slurm_job_name: str | None = None
+    slurm_job_user: str | None = None
+    k8s_pod_uid: str | None = None
+    k8s_pod_name: str | None = None
+    k8s_namespace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +215,12 @@ def gpu_plans(
 
 def new_container_id(r: random.Random) -> str:
     return f"{r.getrandbits(256):064x}"
+
+
+def pod_uid(r: random.Random) -> str:
+    """A Kubernetes pod UID (a random UUID, as the API server gives)."""
+    h = f"{r.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:]}"
 
 
 def kernel_json(r: random.Random, user: str) -> str:

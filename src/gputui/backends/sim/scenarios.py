@@ -8,6 +8,7 @@ seed, purpose). The MIG node and the crowded inference node have modules of thei
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gputui.backends.sim import workloads as wl
@@ -30,12 +31,14 @@ from gputui.backends.sim.plan import (
     gpu_plans,
     kernel_json,
     new_container_id,
+    pod_uid,
     training_ranks,
 )
 
 SCENARIOS: dict[str, str] = {
-    "dgx-h100": "DGX H100, 8x H100 SXM: 6-rank torchrun training on GPUs 0-5, a vLLM server on "
-    "GPU 6, an idle Jupyter kernel holding 40 GB on GPU 7",
+    "dgx-h100": "DGX H100, 8x H100 SXM: 6-rank torchrun training (Slurm job 4242) on GPUs 0-5, "
+    "a vLLM server (Kubernetes pod ml/vllm-0) on GPU 6, an idle Jupyter kernel (Docker "
+    "container) holding 40 GB on GPU 7",
     "a100-pcie": "2x A100 80GB PCIe, no NVLink: a bursty vLLM server in a container on GPU 0, "
     "a notebook running occasional cells on GPU 1",
     "rtx4090": "Workstation with one GeForce RTX 4090: Xorg and gnome-shell, ComfyUI image "
@@ -46,8 +49,8 @@ SCENARIOS: dict[str, str] = {
     "GPU 5 thermal slowdown, GPU 2 uncorrected ECC error (row remap pending), GPU 6 PCIe gen3 x8, "
     "GPU 1 NVLink 7 down",
     "mig": "DGX H100 in MIG mode: GPUs 0-3 split into 7x 1g.10gb, GPUs 4-6 into 2x 3g.40gb, "
-    "GPU 7 whole (MIG off); inference servers of several users, a notebook and a LoRA fine-tune "
-    "in the instances, a training job on GPU 7",
+    "GPU 7 whole (MIG off); inference servers of several users (the services in Kubernetes "
+    "pods), a notebook and a LoRA fine-tune in the instances, a training job on GPU 7",
     "crowded": "8x H100 SXM serving 2,000 inference worker processes of 40 users; a few workers "
     "restart every minute (a stress test for the process views)",
 }
@@ -59,7 +62,10 @@ def _dgx_h100(seed: int) -> Plan:
     r = make_rng(s, seed, "procs")
     gpus = gpu_plans(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in H100_BUS], hot=3)
     train = wl.training(make_rng(s, seed, "train"), step_s=r.uniform(2.9, 3.5))
-    procs = training_ranks(
+    # Who each process works for, drawn apart so that the PIDs and ids below stay as they were.
+    owners = make_rng(s, seed, "owners")
+    new_container_id(r)  # the ranks once ran in a container; they run in a Slurm job now
+    ranks = training_ranks(
         r,
         train,
         list(range(6)),
@@ -67,9 +73,19 @@ def _dgx_h100(seed: int) -> Plan:
         mem_mib=(70_500, 72_800),
         user="svc-train",
         python="/opt/conda/bin/python",
-        container=new_container_id(r),
+        container=None,
         age_s=r.uniform(1.5, 3.0) * 3600,
     )
+    procs = [
+        replace(
+            p,
+            slurm_job_id="4242",
+            slurm_step="0",
+            slurm_job_name="train-llama",
+            slurm_job_user="svc-train",
+        )
+        for p in ranks
+    ]
     procs.append(
         ProcPlan(
             pid=r.randrange(100_000, 200_000),
@@ -83,6 +99,11 @@ def _dgx_h100(seed: int) -> Plan:
             rss_bytes=int(7.4 * GIB),
             age_s=r.uniform(2, 6) * 86400,
             container_id=new_container_id(r),
+            container_runtime="containerd",
+            container_name="vllm",
+            k8s_pod_uid=pod_uid(owners),
+            k8s_pod_name="vllm-0",
+            k8s_namespace="ml",
         )
     )
     procs.append(
@@ -100,6 +121,9 @@ def _dgx_h100(seed: int) -> Plan:
             cpu_pct=(0.3, 0.3),
             rss_bytes=int(9.2 * GIB),
             age_s=r.uniform(20, 30) * 3600,
+            container_id=new_container_id(owners),
+            container_runtime="docker",
+            container_name="jupyter",
         )
     )
     return Plan(

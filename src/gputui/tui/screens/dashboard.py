@@ -34,6 +34,7 @@ from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
 from gputui.tui.widgets.process_table import ProcessTable
 from gputui.tui.widgets.title_bar import TitleBar
+from gputui.usage import idle_summary
 
 try:  # built on Textual internals (pinned <8.3); without it, panels still work, less frugally
     from gputui.tui import span_compositor
@@ -141,7 +142,8 @@ class DashboardScreen(Screen[None]):
         self.findings_strip = FindingsStrip(id="findings-strip")
         self.process_table = ProcessTable(id="processes")
         self.filter_input = Input(
-            placeholder="filter processes by PID, user or command (Enter: done, Esc: clear)",
+            placeholder="filter processes by PID, user, command, job or pod "
+            "(Enter: done, Esc: clear)",
             id="filter",
             compact=True,
         )
@@ -212,6 +214,7 @@ class DashboardScreen(Screen[None]):
                 timestamp=shown_at,
                 health=node_summary(findings) if health else None,
                 stale_s=None if stall is None else max(snapshot.timestamp - stall.since, 0.0),
+                idle=idle_summary(snapshot.usage),
             )
             self.set_class(stall is not None, "-stale")
             panels = self.panels

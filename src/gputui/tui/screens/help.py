@@ -90,8 +90,10 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "GPU processes: GPU, PID, user, type (C compute, G graphics), GPU memory, SM %, CPU %, "
         "host RSS, running time and command. A long command is shortened in the middle, "
         "keeping the script and what tells processes apart (--local-rank=3, --port 8001); "
-        "enter shows it whole. Click a header to sort by it; ↑ ↓, page up/down, home and end "
-        "move through thousands of rows.",
+        "enter shows it whole. JOB / POD (when the table has room): the Slurm job, Kubernetes "
+        "pod or container a process runs in; / matches it too. A process in a MIG instance shows "
+        "it after its GPU: 3·g7 is GPU instance 7 of GPU 3. Click a header to sort by it; ↑ ↓, "
+        "page up/down, home and end move through thousands of rows.",
     ),
 )
 

@@ -25,7 +25,8 @@ from textual.widgets import Label, Static
 
 from gputui.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.history import History
-from gputui.model import ProcessSample, Snapshot
+from gputui.mig import instance_label, instances_by_uuid
+from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
 from gputui.tui.widgets.charts import Chart, Fetch, chart_block, history_fetch, nice_ceiling
 from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.line_widget import (
@@ -36,6 +37,7 @@ from gputui.tui.widgets.line_widget import (
     LineWidget,
     MeterPalette,
 )
+from gputui.workload import attribution_rows
 
 _TYPE_WORDS = {
     "compute": "compute",
@@ -175,6 +177,9 @@ class ProcessDetailScreen(Screen[None]):
         self.gpu_memory = gpu_memory
         """The memory of the process's GPU (the top of its GPU memory chart), when known."""
         self.exited = False
+        self.instance: MigDeviceInfo | None = None
+        """The MIG instance the process runs in, from the node's list (None: not in one, or not
+        listed)."""
         # When the process was last seen (snapshot time); elapsed freezes here once it exits.
         # Until the first update, assume the process was read in the newest recorded snapshot.
         latest = history.timestamps(last=1)
@@ -208,6 +213,8 @@ class ProcessDetailScreen(Screen[None]):
             self.process = current
             self.exited = False
             self._seen_at = snapshot.timestamp
+        uuid = self.process.mig_uuid
+        self.instance = None if uuid is None else instances_by_uuid(snapshot).get(uuid)
         gpu = snapshot.sample(self.process.gpu_index)
         if gpu is not None and gpu.memory_total_bytes:
             self.gpu_memory = gpu.memory_total_bytes
@@ -247,20 +254,30 @@ class ProcessDetailScreen(Screen[None]):
     def _info_text(self) -> Text:
         proc = self.process
         elapsed = None if self._seen_at is None else proc.running_for(self._seen_at)
-        rows = (
+        gpu = str(proc.gpu_index)
+        if proc.mig_uuid:
+            instance = self.instance
+            gpu += f"  (MIG {instance_label(instance) if instance is not None else 'instance'})"
+        rows: list[tuple[str, str]] = [
             ("PID", str(proc.pid)),
             ("User", sanitize(proc.user or NA)),
-            ("GPU", str(proc.gpu_index) + (f"  (MIG {proc.mig_uuid})" if proc.mig_uuid else "")),
-            ("Type", _TYPE_WORDS.get(proc.type, str(proc.type))),
-            ("Container", proc.container_id or "none"),
+            ("GPU", gpu),
+        ]
+        if proc.mig_uuid:
+            rows.append(("MIG device", sanitize(proc.mig_uuid)))
+        rows.append(("Type", _TYPE_WORDS.get(proc.type, str(proc.type))))
+        # The Slurm job, pod and container it works for; "Container: none" when none of them.
+        owners = [(label, sanitize(value)) for label, value in attribution_rows(proc)]
+        rows += owners or [("Container", "none")]
+        rows += [
             ("Started", _fmt_start(proc.start_time)),
             ("Elapsed", fmt_elapsed(elapsed)),
             ("Name", sanitize(proc.name or NA)),
             ("Command", sanitize(proc.command or proc.name or NA)),
-        )
+        ]
         text = Text()
         for label, value in rows:
-            text.append(f"{label:<11}", style="bold")
+            text.append(f"{label:<14}", style="bold")
             text.append(f"{value}\n")
         text.rstrip()
         return text

@@ -23,6 +23,7 @@ from gputui.format import (
 )
 from gputui.health.levels import pcie_level, temperature_level
 from gputui.history import History
+from gputui.mig import mig_profile
 from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
 from gputui.tui.widgets.bars import fraction
 from gputui.tui.widgets.charts import Chart, Fetch, history_fetch, nice_ceiling
@@ -148,11 +149,16 @@ def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> li
     return pieces
 
 
+def _profile(dev: MigDeviceInfo) -> str:
+    """``1g.10gb`` from NVML's ``NVIDIA H100 80GB HBM3 MIG 1g.10gb``; ``slice`` without a name."""
+    return mig_profile(dev.name) if dev.name else "slice"
+
+
 def mig_summary(devices: Sequence[MigDeviceInfo]) -> str:
     """``MIG 2×3g.40gb 1×1g.10gb``."""
     counts: dict[str, int] = {}
     for dev in devices:
-        counts[dev.name or "slice"] = counts.get(dev.name or "slice", 0) + 1
+        counts[_profile(dev)] = counts.get(_profile(dev), 0) + 1
     return "MIG " + " ".join(f"{n}×{name}" for name, n in counts.items())
 
 
@@ -302,7 +308,7 @@ def mig_lines(info: GpuInfo, s: GpuSample, cw: int) -> list[Line]:
         used = reading.memory_used_bytes if reading else None
         total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
         b = LineBuilder().add("MIG".ljust(10), LABEL)
-        b.add(pad(sanitize(dev.name or "slice"), 12), VALUE)
+        b.add(pad(sanitize(_profile(dev)), 12), VALUE)
         b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
         b.add("  mem ", LABEL).add(fmt_bytes_pair(used, total), VALUE if used is not None else DIM)
         if dev.sm_count is not None:

@@ -9,12 +9,20 @@ A new reading in which nothing visible changed repaints nothing.
 Columns have fixed widths (so formatting a row needs no other row), except COMMAND, which takes
 the rest of the line: each command line is shortened to that width keeping what tells processes
 apart (:func:`gputui.format.command_text`). The cursor follows its process when rows re-order.
+
+A JOB / POD column (the Slurm job, Kubernetes pod or container, :mod:`gputui.workload`) comes
+before COMMAND when some process has one, and the command then leaves its container tag out. It
+takes room from TYPE, then RSS, and is left out (the tag comes back) when COMMAND would have
+fewer than :data:`MIN_COMMAND_WIDTH` cells even so: below 109 cells in the full layout, below 92
+in the narrow one (one more with a scroll bar; so not at 80 columns). In a wide table it widens
+to show long job names whole. A process in a MIG instance shows it after its GPU's index:
+``3·g7`` for GPU instance 7 of GPU 3 (:func:`gputui.mig.process_gpu_text`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from textual import events
@@ -23,7 +31,8 @@ from textual.message import Message
 from textual.reactive import var
 
 from gputui.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
-from gputui.model import ProcessSample, Snapshot
+from gputui.mig import instances_by_uuid, process_gpu_order, process_gpu_text
+from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     DIM,
@@ -35,6 +44,7 @@ from gputui.tui.widgets.line_widget import (
     Line,
     LineWidget,
 )
+from gputui.workload import COLUMN_TITLE, has_workloads, workload_label, workload_words
 
 # --- formatting -----------------------------------------------------------------------------------
 
@@ -123,13 +133,34 @@ COLUMNS: tuple[_Column, ...] = (
     ),
 )
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+"""The columns every table has (at a width where they fit); :data:`WORKLOAD_KEY` comes and goes."""
+WORKLOAD_KEY = "workload"
+WORKLOAD_WIDTH = 18
+"""``job 4242 train-llama`` is clipped to ``job 4242 train-ll…``; pods and containers fit."""
+WIDE_WORKLOAD_WIDTH = 26
+"""The JOB / POD column's width when COMMAND keeps :data:`WIDE_COMMAND_WIDTH` cells even so
+(``job 12345678 train-llama`` whole)."""
+WIDE_COMMAND_WIDTH = 60
+WORKLOAD_COLUMN = _Column(
+    WORKLOAD_KEY,
+    COLUMN_TITLE,
+    False,
+    False,
+    lambda p, _: workload_label(p).lower() or None,
+    lambda p, _: sanitize(workload_label(p)) or "-",
+    WORKLOAD_WIDTH,
+)
+MIN_COMMAND_WIDTH = 24
+"""The JOB / POD column is shown only when COMMAND keeps at least this many cells."""
+MIG_GPU_WIDTH = 6
+"""The GPU column's width while a process runs in a MIG instance (``15·g13`` fits)."""
 NARROW_WIDTH = 100
 """Below this width the table drops TYPE, RSS and TIME (and narrows the gaps) so the command
 stays in view."""
 NARROW_COLUMNS: tuple[_Column, ...] = tuple(
     c for c in COLUMNS if c.key not in ("type", "rss", "time")
 )
-_BY_KEY = {c.key: c for c in COLUMNS}
+_BY_KEY = {c.key: c for c in (*COLUMNS, WORKLOAD_COLUMN)}
 DEFAULT_SORT = "gpu_mem"
 _ARROW_DOWN = "▼"
 _ARROW_UP = "▲"
@@ -142,14 +173,23 @@ def _tiebreak(process: ProcessSample) -> tuple[int, int]:
 
 
 def sort_processes(
-    processes: Iterable[ProcessSample], column: str, reverse: bool, now: float
+    processes: Iterable[ProcessSample],
+    column: str,
+    reverse: bool,
+    now: float,
+    instances: Mapping[str, MigDeviceInfo] | None = None,
 ) -> list[ProcessSample]:
-    """Processes ordered by one column's value; unknown values always last, ties by (GPU, PID)."""
+    """Processes ordered by one column's value; unknown values always last, ties by (GPU, PID).
+    By GPU, processes in MIG instances (``instances``: the node's, by UUID) follow their GPU in
+    the order of their instance ids."""
     spec = _BY_KEY[column]
+    value_of = spec.sort_value
+    if column == "gpu" and instances:
+        value_of = lambda p, _: process_gpu_order(p, instances)  # noqa: E731
     known: list[tuple[Any, ProcessSample]] = []
     unknown: list[ProcessSample] = []
     for proc in sorted(processes, key=_tiebreak):
-        value = spec.sort_value(proc, now)
+        value = value_of(proc, now)
         if value is None:
             unknown.append(proc)
         else:
@@ -168,6 +208,8 @@ class _Geometry:
     widths: tuple[int, ...]
     gap: int
     scrollbar: bool
+    workload: bool
+    """The JOB / POD column is shown."""
 
 
 # --- widget ---------------------------------------------------------------------------------------
@@ -201,7 +243,8 @@ class ProcessTable(LineWidget, can_focus=True):
     gpu_filter: var[int | None] = var(None)
     """Show only this GPU's processes (None: all GPUs)."""
     text_filter: var[str] = var("")
-    """Case-insensitive substring over PID, user, command, name and container id ('' = all)."""
+    """Case-insensitive substring over PID, user, command, name, and the job, pod and container
+    (:func:`gputui.workload.workload_words`) ('' = all)."""
 
     class Selected(Message):
         """Enter was pressed on a process row."""
@@ -232,14 +275,20 @@ class ProcessTable(LineWidget, can_focus=True):
         self._cursor_key: str | None = None
         self._top = 0
         self._geometry: _Geometry | None = None
-        self._geometry_key: tuple[int, bool] = (0, False)
+        self._geometry_key: tuple[int, bool, bool, bool] = (0, False, False, False)
         self._commands: dict[tuple[str | None, str | None, str | None, int], str] = {}
+        self._workloads = False
+        """Some process has a job, pod or container (the JOB / POD column may show)."""
+        self._mig = False
+        """Some process runs in a MIG instance (the GPU column is wider)."""
+        self._instances: dict[str, MigDeviceInfo] = {}
+        self._shown: tuple[ProcessSample, ...] | None = None
 
     # --- public API -------------------------------------------------------------------------------
 
     @property
     def sort_column(self) -> str:
-        """Key of the sort column: one of :data:`COLUMN_KEYS`."""
+        """Key of the sort column: one of :data:`COLUMN_KEYS` or :data:`WORKLOAD_KEY`."""
         return self._sort_column
 
     @property
@@ -278,7 +327,8 @@ class ProcessTable(LineWidget, can_focus=True):
 
     @property
     def column_keys(self) -> list[str]:
-        """The columns shown at the current width."""
+        """The columns shown at the current width (``workload`` while the JOB / POD column
+        shows)."""
         return [c.key for c in self._layout(self.size.width).columns]
 
     def cell_text(self, key: str, column: str) -> str:
@@ -317,13 +367,20 @@ class ProcessTable(LineWidget, can_focus=True):
 
     def update_processes(self, snapshot: Snapshot) -> None:
         """Show the processes of a new snapshot; only the cells that change are repainted."""
+        previous = self._snapshot
         self._snapshot = snapshot
+        if previous is None or previous.node is not snapshot.node:
+            self._instances = instances_by_uuid(snapshot)
+        if snapshot.processes is not self._shown:  # carried between slow reads: same tuple
+            self._shown = snapshot.processes
+            self._workloads = has_workloads(snapshot.processes)
+            self._mig = any(p.mig_uuid is not None for p in snapshot.processes)
         self._reorder()
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         """Sort by a column key; ``reverse=None`` uses the column's natural direction."""
         if column not in _BY_KEY:
-            raise ValueError(f"unknown column {column!r}; expected one of {COLUMN_KEYS}")
+            raise ValueError(f"unknown column {column!r}; expected one of {tuple(_BY_KEY)}")
         if reverse is None:
             reverse = _BY_KEY[column].default_reverse
         if (column, reverse) == (self._sort_column, self._sort_reverse):
@@ -444,7 +501,7 @@ class ProcessTable(LineWidget, can_focus=True):
                 or needle in (process.user or "").lower()
                 or needle in (process.command or "").lower()
                 or needle in (process.name or "").lower()
-                or needle in (process.container_id or "").lower()
+                or needle in workload_words(process)
             )
 
         return matches
@@ -457,7 +514,9 @@ class ProcessTable(LineWidget, can_focus=True):
         if matches is not None:
             processes = [p for p in processes if matches(p)]
         now = snapshot.timestamp if snapshot is not None else 0.0
-        self._rows = sort_processes(processes, self._sort_column, self._sort_reverse, now)
+        self._rows = sort_processes(
+            processes, self._sort_column, self._sort_reverse, now, self._instances
+        )
         key = self._cursor_key
         if key is not None:
             found = next((i for i, p in enumerate(self._rows) if _row_key(p) == key), None)
@@ -475,20 +534,43 @@ class ProcessTable(LineWidget, can_focus=True):
 
     def _layout(self, width: int) -> _Geometry:
         scrollbar = len(self._rows) > self._page_rows()
-        if self._geometry is not None and self._geometry_key == (width, scrollbar):
+        key = (width, scrollbar, self._workloads, self._mig)
+        if self._geometry is not None and self._geometry_key == key:
             return self._geometry
-        columns = NARROW_COLUMNS if width < NARROW_WIDTH else COLUMNS
-        gap = 1 if width < NARROW_WIDTH else 2
-        fixed = sum(c.width for c in columns if c.width) + gap * (len(columns) - 1) + 1
-        rest = max(width - fixed - (1 if scrollbar else 0), 0)
+        narrow = width < NARROW_WIDTH
+        base = NARROW_COLUMNS if narrow else COLUMNS
+        if self._mig:
+            base = tuple(replace(c, width=MIG_GPU_WIDTH) if c.key == "gpu" else c for c in base)
+        gap = 1 if narrow else 2
+        room = width - (1 if scrollbar else 0)
+
+        def rest_of(columns: tuple[_Column, ...]) -> int:
+            fixed = sum(c.width for c in columns if c.width) + gap * (len(columns) - 1) + 1
+            return room - fixed
+
+        columns = base
+        if self._workloads:
+            # The JOB / POD column before COMMAND; TYPE, then RSS, give way to it.
+            shown = (*base[:-1], WORKLOAD_COLUMN, base[-1])
+            for leave_out in ((), ("type",), ("type", "rss"))[: 1 if narrow else 3]:
+                candidate = tuple(c for c in shown if c.key not in leave_out)
+                if rest_of(candidate) >= MIN_COMMAND_WIDTH:
+                    columns = candidate
+                    break
+            extra = WIDE_WORKLOAD_WIDTH - WORKLOAD_WIDTH
+            if WORKLOAD_COLUMN in columns and rest_of(columns) - extra >= WIDE_COMMAND_WIDTH:
+                wide = replace(WORKLOAD_COLUMN, width=WIDE_WORKLOAD_WIDTH)
+                columns = tuple(wide if c is WORKLOAD_COLUMN else c for c in columns)
+        rest = max(rest_of(columns), 0)
         widths = tuple(c.width or rest for c in columns)
         starts: list[int] = []
         x = 1
         for w in widths:
             starts.append(x)
             x += w + gap
-        self._geometry = _Geometry(columns, tuple(starts), widths, gap, scrollbar)
-        self._geometry_key = (width, scrollbar)
+        workload = any(c.key == WORKLOAD_KEY for c in columns)
+        self._geometry = _Geometry(columns, tuple(starts), widths, gap, scrollbar, workload)
+        self._geometry_key = key
         self._commands.clear()  # shortened for another width
         return self._geometry
 
@@ -503,18 +585,22 @@ class ProcessTable(LineWidget, can_focus=True):
 
     def _cell(self, spec: _Column, process: ProcessSample, width: int) -> str:
         if spec.key == "command":
-            cache_key = (process.command, process.name, process.container_id, width)
+            # The JOB / POD column names the container: the command need not say it again.
+            geometry = self._geometry
+            container = None if geometry is not None and geometry.workload else process.container_id
+            cache_key = (process.command, process.name, container, width)
             text = self._commands.get(cache_key)
             if text is None:
                 if len(self._commands) > COMMAND_CACHE_SIZE:
                     self._commands.clear()
-                text = command_text(
-                    process.command, process.name, process.container_id, width=width
-                )
+                text = command_text(process.command, process.name, container, width=width)
                 self._commands[cache_key] = text
             return text
-        now = self._snapshot.timestamp if self._snapshot is not None else 0.0
-        text = spec.text(process, now)
+        if spec.key == "gpu" and process.mig_uuid is not None:
+            text = process_gpu_text(process, self._instances)
+        else:
+            now = self._snapshot.timestamp if self._snapshot is not None else 0.0
+            text = spec.text(process, now)
         if len(text) > width:
             text = clip(text, width - 1) + "…"
         return text
@@ -570,4 +656,11 @@ class ProcessTable(LineWidget, can_focus=True):
             line.append(("┃" if inside else "│", LABEL if inside else FRAME))
 
 
-__all__ = ["COLUMN_KEYS", "DEFAULT_SORT", "ProcessTable", "sort_processes"]
+__all__ = [
+    "COLUMN_KEYS",
+    "DEFAULT_SORT",
+    "MIN_COMMAND_WIDTH",
+    "WORKLOAD_KEY",
+    "ProcessTable",
+    "sort_processes",
+]

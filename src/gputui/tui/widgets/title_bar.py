@@ -2,7 +2,9 @@
 reading (from the snapshot, never from the wall clock), the node's health ("✔ healthy",
 "▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge; "● REC" while the session is recorded; in
 replay mode "REPLAY 00:12:34 / 01:00:00 ×4 ▶" (position, length, speed, playing or paused)
-instead of the interval. No clock animation: it changes only when a reading arrives or a key
+instead of the interval. While GPUs are idle, how many and what they cost ("3/8 GPUs idle (1
+held) · 7.50/h", :func:`gputui.usage.idle_summary`): the first thing left out when the line is
+short, before any node fact. No clock animation: it changes only when a reading arrives or a key
 changes it."""
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class TitleBar(LineWidget):
         """Replay position and state; None: a live session."""
         self.stale_s: float | None = None
         """Seconds the backend has not answered (the values shown are older); None: answering."""
+        self.idle = ""
+        """How many GPUs are idle now ('' when none is, or it is not known)."""
 
     def set_state(
         self,
@@ -68,6 +72,7 @@ class TitleBar(LineWidget):
         recording: bool | None = None,
         replay: ReplayStatus | None = None,
         stale_s: float | str | None = "",
+        idle: str | None = None,
     ) -> None:
         """Change what the bar shows (arguments left out keep their value)."""
         if timestamp is not None:
@@ -88,6 +93,8 @@ class TitleBar(LineWidget):
             self.replay = replay
         if not isinstance(stale_s, str):
             self.stale_s = stale_s
+        if idle is not None:
+            self.idle = idle
         self.rebuild()
 
     def build_lines(self, width: int, height: int) -> list[Line]:
@@ -105,6 +112,37 @@ class TitleBar(LineWidget):
             count = len(node.gpus)
             left.append((2, [(f"{count} GPU{'s' if count != 1 else ''}", VALUE)]))
         right = LineBuilder()
+        idle = sanitize(self.idle)
+        if idle:
+            # Shown only when every node fact fits beside it, three cells apart: the first
+            # thing to go.
+            facts = sum(len(t) for _, pieces in left for t, _ in pieces) + 3 * (len(left) - 1)
+            rest = self._right(LineBuilder()).width
+            if 1 + facts + 3 + len(idle) + 2 + rest + 1 <= width:
+                right.add(idle, LABEL).add("  ")
+        self._right(right)
+        b = LineBuilder().add(" ")
+        room = width - right.width - 3
+        chosen: set[int] = set()
+        used = 0
+        for i in sorted(range(len(left)), key=lambda i: left[i][0]):
+            w = sum(len(t) for t, _ in left[i][1]) + (3 if chosen else 0)
+            if used + w <= room:
+                chosen.add(i)
+                used += w
+        for i, (_, pieces) in enumerate(left):
+            if i not in chosen:
+                continue
+            if b.width > 1:
+                b.add(" · ", DIM)
+            b.extend(pieces)
+        b.pad(width - right.width - 1)
+        b.extend(right.pieces).add(" ")
+        return [b.line(width)]
+
+    def _right(self, right: LineBuilder) -> LineBuilder:
+        """The state on the right (health, stalls, filters, pause, recording, replay or the
+        interval, and the time of the reading), added to ``right``."""
         if self.health is not None:
             text, severity = self.health
             right.add(text, _HEALTH_CLASS.get(severity, OK)).add("  ")
@@ -130,28 +168,10 @@ class TitleBar(LineWidget):
             right.add("  ")
         elif self.interval is not None:
             right.add("every ", LABEL).add(fmt_interval(self.interval), VALUE).add("  ")
-        right.add(
+        return right.add(
             fmt_clock(self.timestamp) if self.timestamp else "--:--:--",
             VALUE if self.timestamp and self.stale_s is None else DIM,
         )
-        b = LineBuilder().add(" ")
-        room = width - right.width - 3
-        chosen: set[int] = set()
-        used = 0
-        for i in sorted(range(len(left)), key=lambda i: left[i][0]):
-            w = sum(len(t) for t, _ in left[i][1]) + (3 if chosen else 0)
-            if used + w <= room:
-                chosen.add(i)
-                used += w
-        for i, (_, pieces) in enumerate(left):
-            if i not in chosen:
-                continue
-            if b.width > 1:
-                b.add(" · ", DIM)
-            b.extend(pieces)
-        b.pad(width - right.width - 1)
-        b.extend(right.pieces).add(" ")
-        return [b.line(width)]
 
 
 __all__ = ["TitleBar"]
