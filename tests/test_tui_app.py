@@ -108,7 +108,9 @@ async def test_a_symbol_one_cell_wide_keeps_repaints_small(sim_sampler) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await show(app, pilot, sampler)
         bar = app.dashboard.title_bar
-        bar.set_state(health=("✔ healthy", "ok"))
+        stamp = app.dashboard.shown.timestamp
+        bar.set_state(health=("✔ healthy", "ok"), timestamp=stamp)
+        await pilot.pause()
         assert "✔" in bar.plain_lines[0]
         regions = []
         original = bar.refresh
@@ -118,7 +120,8 @@ async def test_a_symbol_one_cell_wide_keeps_repaints_small(sim_sampler) -> None:
             return original(*args, **kwargs)
 
         bar.refresh = record
-        await show(app, pilot, sampler)
+        bar.set_state(timestamp=stamp + 1)
+        await pilot.pause()
         assert regions and all(r.width < 20 for r in regions), regions
 
 

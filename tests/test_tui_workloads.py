@@ -135,12 +135,14 @@ class BarApp(App[None]):
     ("width", "idle_shown", "facts"),
     [
         (140, True, ("gpu-node-17", "nvml", "driver 550.54.15", "CUDA 12.4", "8 GPUs")),
-        # Too short for all: the idle summary goes first, every node fact stays.
-        (110, False, ("gpu-node-17", "nvml", "driver 550.54.15", "CUDA 12.4", "8 GPUs")),
+        # Too short for all: the driver and runtime versions make room for the idle summary.
+        (110, True, ("gpu-node-17", "nvml", "8 GPUs")),
+        # Shorter: the idle summary goes before the host, backend or GPU count would.
+        (90, False, ("gpu-node-17", "nvml", "8 GPUs", "driver 550.54.15")),
         (60, False, ("gpu-node-17",)),
     ],
 )
-async def test_a_short_title_bar_leaves_the_idle_summary_out_first(
+async def test_a_short_title_bar_drops_versions_then_the_idle_summary(
     width: int, idle_shown: bool, facts: tuple[str, ...]
 ) -> None:
     app = BarApp()

@@ -3,9 +3,9 @@ reading (from the snapshot, never from the wall clock), the node's health ("✔ 
 "▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge; "● REC" while the session is recorded; in
 replay mode "REPLAY 00:12:34 / 01:00:00 ×4 ▶" (position, length, speed, playing or paused)
 instead of the interval. While GPUs are idle, how many and what they cost ("3/8 GPUs idle (1
-held) · 7.50/h", :func:`gputui.usage.idle_summary`): the first thing left out when the line is
-short, before any node fact. No clock animation: it changes only when a reading arrives or a key
-changes it."""
+held) · 7.50/h", :func:`gputui.usage.idle_summary`): the driver and runtime versions make room
+for it, and it is left out before the hostname, backend or GPU count would be. No clock
+animation: it changes only when a reading arrives or a key changes it."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ _HEALTH_CLASS = {"ok": OK, "warn": WARN, "fail": BAD}
 def runtime_label(node: NodeInfo) -> str:
     vendors = {g.vendor for g in node.gpus}
     return "ROCm" if vendors == {"amd"} else "CUDA"
+
+
+_IDLE_RANK = 3
+"""Node facts ranked up to this (name, hostname, GPU count, backend) stay before the idle
+summary; the driver and runtime versions are left out for it."""
 
 
 class TitleBar(LineWidget):
@@ -114,15 +119,16 @@ class TitleBar(LineWidget):
         right = LineBuilder()
         idle = sanitize(self.idle)
         if idle:
-            # Shown only when every node fact fits beside it, three cells apart: the first
-            # thing to go.
-            facts = sum(len(t) for _, pieces in left for t, _ in pieces) + 3 * (len(left) - 1)
+            # Shown when the main node facts (name, host, backend, GPU count) fit beside it:
+            # the driver and runtime versions give way to it, nothing else does.
+            main = [pieces for rank, pieces in left if rank <= _IDLE_RANK]
+            facts = sum(len(t) for pieces in main for t, _ in pieces) + 3 * (len(main) - 1)
             rest = self._right(LineBuilder()).width
             if 1 + facts + 3 + len(idle) + 2 + rest + 1 <= width:
                 right.add(idle, LABEL).add("  ")
         self._right(right)
         b = LineBuilder().add(" ")
-        room = width - right.width - 3
+        room = width - right.width - 5  # at least three cells between the sides
         chosen: set[int] = set()
         used = 0
         for i in sorted(range(len(left)), key=lambda i: left[i][0]):
