@@ -85,11 +85,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--gpus", type=int, default=8, help="GPUs on the node (for calls per GPU)")
     p.add_argument("--gputui-args", default="", help="extra arguments for gputui")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="skip the uncounted first run of each tool (which fills the disk cache and, for "
+        "Python tools, the bytecode cache)",
+    )
     return p.parse_args(argv)
 
 
-def run_args(args: argparse.Namespace, marker: str, hook: CallCounter | None) -> argparse.Namespace:
-    ns = bench_tui.parse_args(["--seconds", str(args.seconds), "--settle", str(args.settle)])[0]
+def run_args(
+    args: argparse.Namespace, marker: str, hook: CallCounter | None, seconds: float | None = None
+) -> argparse.Namespace:
+    window = args.seconds if seconds is None else seconds
+    ns = bench_tui.parse_args(["--seconds", str(window), "--settle", str(args.settle)])[0]
     ns.cols, ns.rows = args.size
     ns.marker = marker
     ns.window_hook = hook
@@ -116,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(
                 [args.nvml_lib, os.environ.get("LD_LIBRARY_PATH", "")]
             ).rstrip(os.pathsep)
+        # As on a user's machine: Python caches compiled bytecode (a shell that sets
+        # PYTHONDONTWRITEBYTECODE would make every start compile gputui from source).
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        if not args.no_warmup:
+            for tool in tools:
+                print(f"warm-up: {tool.name} ...", file=sys.stderr)
+                bench_tui.run_once(tool.command, run_args(args, tool.marker, None, seconds=1.0))
         for round_no in range(args.rounds):
             for tool in tools:
                 counter = None
