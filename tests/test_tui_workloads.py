@@ -138,7 +138,7 @@ class BarApp(App[None]):
         # Too short for all: the driver and runtime versions make room for the idle summary.
         (110, True, ("gpu-node-17", "nvml", "8 GPUs")),
         # Shorter: the idle summary goes before the host, backend or GPU count would.
-        (90, False, ("gpu-node-17", "nvml", "8 GPUs", "driver 550.54.15")),
+        (90, False, ("gpu-node-17", "nvml", "8 GPUs", "CUDA 12.4")),
         (60, False, ("gpu-node-17",)),
     ],
 )
