@@ -46,7 +46,7 @@ DEFAULT_COMMAND = [sys.executable, "-m", "gputui", "--demo"]
 BUDGETS = {
     "first_frame_s": 0.4,  # spawn -> marker visible
     "cpu_pct": 1.5,  # percent of one core, steady state
-    "bytes_per_s": 4096.0,  # terminal output, steady state
+    "bytes_per_s": 3072.0,  # terminal output, steady state (3 KB/s at 120x40)
     "peak_rss_mb": 60.0,  # MiB, sampled
 }
 
