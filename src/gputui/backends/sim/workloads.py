@@ -9,8 +9,10 @@ periodic steady state (a job that has been running for hours). Generators draw f
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from array import array
 from collections.abc import Callable, Sequence
 
 DT = 0.25
@@ -48,55 +50,64 @@ IDLE_ROW = row()
 
 
 class Track:
-    """One period of activity with prefix sums and the periodic thermal lag of ``ACT``."""
+    """One period of activity with prefix sums and the periodic thermal lag of ``ACT``.
+
+    Rows, prefix sums and lag are stored flat in ``array('d')`` (8 bytes a value, row ``i``'s
+    metric ``m`` at ``i * NM + m``): a node with hundreds of processes holds hundreds of tracks.
+    """
 
     __slots__ = ("cum", "lag", "rows", "totals")
 
     def __init__(self, rows: Sequence[Row]) -> None:
         if len(rows) != N:
             raise ValueError(f"a track needs {N} rows, got {len(rows)}")
-        self.rows = tuple(rows)
+        self.rows = array("d", itertools.chain.from_iterable(rows))
+        if len(self.rows) != N * NM:
+            raise ValueError(f"a track's rows need {NM} metrics each")
         acc = [0.0] * NM
-        cum: list[Row] = [tuple(acc)]
-        for r in self.rows:
+        cum = array("d", acc)
+        for r in rows:
             for m in range(NM):
                 acc[m] += r[m] * DT
-            cum.append(tuple(acc))
+            cum.extend(acc)
         self.cum = cum
-        self.totals = cum[-1]
+        self.totals: Row = tuple(acc)
         # y' = (act - y) / tau, exact for piecewise-constant act; start from the periodic fixed
         # point y0 = b / (1 - a^N), where b is where one period ends when started from 0.
         a = math.exp(-DT / TAU_S)
         y = 0.0
-        for r in self.rows:
+        for r in rows:
             y = y * a + r[ACT] * (1.0 - a)
         y = y / (1.0 - a**N)
-        lag = [y]
-        for r in self.rows:
+        lag = array("d", [y])
+        for r in rows:
             y = y * a + r[ACT] * (1.0 - a)
             lag.append(y)
         self.lag = lag
+
+    def row(self, i: int) -> Row:
+        """Row ``i`` (0 <= i < N)."""
+        return tuple(self.rows[i * NM : (i + 1) * NM])
 
     def _integral(self, t: float) -> list[float]:
         x = t / DT
         n = math.floor(x)
         q, i = divmod(n, N)
         f = (x - n) * DT
-        r = self.rows[i]
-        c = self.cum[i]
-        tot = self.totals
-        return [q * tot[m] + c[m] + f * r[m] for m in range(NM)]
+        rows, cum, tot, base = self.rows, self.cum, self.totals, i * NM
+        return [q * tot[m] + cum[base + m] + f * rows[base + m] for m in range(NM)]
 
     def integral(self, t: float, m: int) -> float:
         """∫ metric ``m`` from 0 to ``t`` (seconds; negative ``t`` gives a negative integral)."""
         x = t / DT
         n = math.floor(x)
         q, i = divmod(n, N)
-        return q * self.totals[m] + self.cum[i][m] + (x - n) * DT * self.rows[i][m]
+        k = i * NM + m
+        return q * self.totals[m] + self.cum[k] + (x - n) * DT * self.rows[k]
 
     def at(self, t: float) -> Row:
         """Instantaneous row at ``t``."""
-        return self.rows[math.floor(t / DT) % N]
+        return self.row(math.floor(t / DT) % N)
 
     def window(self, t0: float, t1: float) -> Row | list[float]:
         """Averages of every metric over [t0, t1]; the instantaneous row for an empty window."""
@@ -128,7 +139,7 @@ def compose(tracks: Sequence[Track]) -> Track:
         return tracks[0]
     rows = []
     for i in range(N):
-        parts = [t.rows[i] for t in tracks]
+        parts = [t.row(i) for t in tracks]
         rows.append(tuple(min(_CAPS[m], sum(p[m] for p in parts)) for m in range(NM)))
     return Track(rows)
 
@@ -313,7 +324,7 @@ def video_encode(rng: random.Random) -> Track:
 def scaled(track: Track, fraction: float) -> Track:
     """``track`` as its whole GPU sees it when it runs in ``fraction`` of it (a MIG instance):
     every metric scaled down, so instances' activities add up to the GPU's."""
-    return Track([tuple(v * fraction for v in r) for r in track.rows])
+    return Track([tuple(v * fraction for v in track.row(i)) for i in range(N)])
 
 
 def worker_pool(rng: random.Random) -> Track:
