@@ -269,6 +269,24 @@ VLLM = (
             39,
             "celery -A tasks … --hostname=gpu-w79@%h",
         ),
+        # Tighter again: the program's name loses its middle before a value is cut ...
+        (
+            "/opt/serve/venv/bin/python -m serve.worker --model BAAI/bge-large-en-v1.5 "
+            "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867",
+            33,
+            "ser…er … local-rank=67 port=22867",
+        ),
+        (
+            "python3 /srv/embed_server.py --config a.yaml --local-rank=7",
+            24,
+            "embe…r.py … local-rank=7",
+        ),
+        # ... then the last of those options gives way whole.
+        (
+            "python -m serve.worker --local-rank=123 --port 9000 --model /models/bge",
+            27,
+            "serve…rker local-rank=123 …",
+        ),
         # Whatever fits is shown unchanged (whitespace collapsed).
         ("python  train.py", 40, "python train.py"),
         # When even the essentials do not fit, the end is cut.

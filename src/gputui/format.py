@@ -498,6 +498,20 @@ def _fit(command: str, width: int) -> tuple[str, bool]:
         kept[index] = groups[index].short
         result = _join_kept(groups, kept)
     if cell_width(result) > width:
+        # The options that tell processes apart come after the program: its name loses its
+        # middle, then the last of them gives way (marked …), before a value is cut in two.
+        fewer = dict(kept)
+        while True:
+            squeezed = _squeeze_program(groups, fewer, width)
+            if squeezed is not None:
+                return squeezed, False
+            later = sorted(fewer)[1:]
+            if len(later) <= 1:
+                break
+            del fewer[later[-1]]
+            joined = _join_kept(groups, fewer)
+            if cell_width(joined) <= width:
+                return joined, False
         return clip(result, width - 1) + _ELLIPSIS, False
     for rank in (_USEFUL, _FILLER):
         for index, group in enumerate(groups):
@@ -510,6 +524,33 @@ def _fit(command: str, width: int) -> tuple[str, bool]:
                     result = trial
                     break
     return result, True
+
+
+_MIN_PROGRAM = 6
+"""Cells a squeezed program name keeps (``ser…er``: enough to recognise it beside its options)."""
+
+
+def _squeeze_program(groups: list[_Group], kept: dict[int, str], width: int) -> str | None:
+    """The kept groups in ``width`` cells with the first (the program) cut in its middle, when
+    the others then fit whole; None when they do not, or the name is not plain ASCII."""
+    if len(kept) < 2:
+        return None  # nothing after the program to make room for
+    first = min(kept)
+    text, name = kept[first], groups[first].full  # cut from the whole name, not a short form
+    prefix = ""
+    if groups[first].module and 0 not in kept:
+        prefix, text = text.split(" ", 1)
+        prefix += " "
+        name = name.split(" ", 1)[1]
+    over = cell_width(_join_kept(groups, kept)) - width
+    room = cell_width(text) - over
+    text = name
+    if not text.isascii() or room < _MIN_PROGRAM or room >= len(text):
+        return None
+    tail = (room - 1) // 2
+    squeezed = f"{text[: room - 1 - tail]}{_ELLIPSIS}{text[len(text) - tail :] if tail else ''}"
+    result = _join_kept(groups, {**kept, first: prefix + squeezed})
+    return result if cell_width(result) <= width else None
 
 
 def command_text(
