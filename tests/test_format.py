@@ -26,6 +26,7 @@ from gputui.format import (
     fmt_rate,
     fmt_temp,
     fmt_watts,
+    one_cell_each,
     pad,
     sanitize,
     short_command,
@@ -319,3 +320,20 @@ def test_command_text_fits_a_width_and_drops_the_container_tag_first() -> None:
     assert command_text(None, None, None, width=2) == NA
     # Without a width nothing changes (the detail screen shows the whole command).
     assert command_text(TRAIN, None, None) == TRAIN
+
+
+@pytest.mark.parametrize(
+    ("text", "one_each"),
+    [
+        ("GPU 0 ▕███▏ 97% ✔ healthy — ▲ 2 warnings …", True),
+        ("café · Ωmega", True),
+        ("", True),
+        ("名前", False),
+        ("e\u0301", False),  # a combining mark takes no cell
+        ("名\u0301", False),  # two characters, two cells, but not one cell each
+    ],
+)
+def test_one_cell_each_is_sure_or_says_no(text: str, one_each: bool) -> None:
+    assert one_cell_each(text) is one_each
+    if one_each:
+        assert cell_width(text) == len(text)

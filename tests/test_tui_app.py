@@ -911,7 +911,17 @@ def test_importing_the_app_stays_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("texts", [("0123", "4567", "89"), ("ab", "中文", "cd"), ("x", "", "yz")])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ("0123", "4567", "89"),
+        ("ab", "中文", "cd"),
+        ("x", "", "yz"),
+        # A wide character and a combining mark: as many characters as cells, yet not one each.
+        ("ab", "名\u0301", "cd"),
+        ("✔ ok", "—", "▲…"),
+    ],
+)
 def test_span_crop_cuts_like_textual(texts) -> None:
     """The compositor's own cropping (by string index for one-cell text) gives Textual's cells."""
     from gputui.tui.span_compositor import _crop

@@ -232,6 +232,20 @@ def sanitize_lines(text: str) -> str:
     return "\n".join(sanitize(line) for line in text.split("\n"))
 
 
+_ONE_CELL = re.compile(
+    "[\x20-\x7e\xa0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e"
+    "\u2190-\u21ff\u2200-\u22ff\u2500-\u25fc\u2713-\u2717]*"
+)
+
+
+def one_cell_each(text: str) -> bool:
+    """Whether ``text`` is made only of characters one cell wide that gputui draws with (ASCII,
+    Latin, Greek, punctuation such as — and …, arrows, math signs, box drawing, block elements,
+    geometric shapes, ✓ ✔ ✖): then its width is its length and a cell's position is its index,
+    known without a lookup per character. False says nothing (measure with :func:`cell_width`)."""
+    return _ONE_CELL.fullmatch(text) is not None
+
+
 def cell_width(text: str) -> int:
     """How many terminal cells ``text`` takes (2 for a CJK character, 0 for a combining mark)."""
     if text.isascii() or max(text) < "\u0300":  # Latin-1 and friends: one cell each

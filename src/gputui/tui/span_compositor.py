@@ -27,6 +27,8 @@ from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual.strip import SGR_STYLES, Strip
 
+from gputui.format import one_cell_each
+
 # The terminal's rendition as (attributes, foreground, background) SGR parameter strings.
 _State = tuple[str, str, str]
 _DEFAULT: _State = ("", "", "")
@@ -80,7 +82,7 @@ def _crop(strip: Strip, start: int, end: int) -> Iterable[Segment]:
     character is one cell wide (no Strip is built: a Strip costs seven caches); else
     :meth:`Strip.crop`."""
     segments = strip._segments
-    if sum(len(segment.text) for segment in segments) != strip.cell_length:
+    if not all(one_cell_each(segment.text) for segment in segments):
         return strip.crop(start, end)
     out: list[Segment] = []
     x = 0

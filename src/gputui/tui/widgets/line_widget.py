@@ -15,7 +15,6 @@ component classes, so the app's ``.tcss`` (and the theme variables it uses) deci
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -26,7 +25,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.format import cell_width, clip
+from gputui.format import cell_width, clip, one_cell_each
 
 if TYPE_CHECKING:
     from textual.color import Color
@@ -101,20 +100,6 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
 _CODES: dict[str, str] = {name: chr(0x41 + i) for i, name in enumerate(sorted(COMPONENT_CLASSES))}
 _CODES[""] = " "
 
-_NARROW = re.compile(
-    "[\x20-\x7e\xa0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e"
-    "\u2190-\u21ff\u2200-\u22ff\u2500-\u25fc]*"
-)
-"""Text made only of characters one cell wide that lines are drawn with (ASCII, Latin, Greek,
-punctuation such as — and …, arrows, math signs, box drawing, block elements, geometric shapes):
-its width is its length, measured without a lookup per character."""
-
-
-def _one_cell_each(text: str) -> bool:
-    """Whether every character of ``text`` takes one cell (its width is its length)."""
-    return _NARROW.fullmatch(text) is not None or cell_width(text) == len(text)
-
-
 _CELLS: dict[str, int] = {}
 _CELLS_MAX = 8192
 
@@ -125,7 +110,7 @@ def cells(text: str) -> int:
     tick after tick)."""
     width = _CELLS.get(text)
     if width is None:
-        width = len(text) if _NARROW.fullmatch(text) else cell_width(text)
+        width = len(text) if one_cell_each(text) else cell_width(text)
         if len(_CELLS) >= _CELLS_MAX:
             _CELLS.clear()
         _CELLS[text] = width
@@ -151,7 +136,7 @@ def fit_with_text(line: Line, width: int) -> tuple[Line, str]:
     """:func:`fit`, and the fitted line's text. Lines of one-cell characters (nearly all) are
     measured and cut by length, without a width lookup per piece."""
     text = "".join(t for t, _ in line)
-    if not _NARROW.fullmatch(text):
+    if not one_cell_each(text):
         fitted = _fit_cells(line, width)
         return fitted, "".join(t for t, _ in fitted)
     if len(text) > width:
@@ -327,7 +312,7 @@ class LineWidget(Widget):
             old_code = old_codes[y] if y < len(old_codes) else ""
             if old_text == new_text and old_code == new_code:
                 continue
-            if not (_one_cell_each(old_text) and _one_cell_each(new_text)):
+            if not (one_cell_each(old_text) and one_cell_each(new_text)):
                 # A wide character makes text positions differ from cells: repaint the line.
                 regions.append(Region(0, y, width, 1))
                 continue
