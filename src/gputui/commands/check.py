@@ -11,6 +11,7 @@ or a bad argument. ``--strict`` counts warnings as failures (verdict ``failed``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -133,46 +134,33 @@ def run_check(
         spec = BackendSpec.parse(spec)
     started = time.monotonic()
     ignore = frozenset(ignore)
-    if timeout is not None and not spec.replayed:
-        with Watchdog(timeout, spec, as_json=as_json, out=out):
-            return _run_check(
-                spec,
-                seed=seed,
-                expect_gpus=expect_gpus,
-                gpus=gpus,
-                strict=strict,
-                require_idle=require_idle,
-                ignore=ignore,
-                as_json=as_json,
-                kernel_log=kernel_log,
-                clock=clock,
-                sleep=sleep,
-                environ=environ,
-                out=out,
-                probe=probe,
-                probe_options=probe_options,
-                started=started,
-                deadline=min(MAX_READING_WAIT_S, timeout / 2),
-            )
-    return _run_check(
-        spec,
-        seed=seed,
-        expect_gpus=expect_gpus,
-        gpus=gpus,
-        strict=strict,
-        require_idle=require_idle,
-        ignore=ignore,
-        as_json=as_json,
-        kernel_log=kernel_log,
-        clock=clock,
-        sleep=sleep,
-        environ=environ,
-        out=out,
-        probe=probe,
-        probe_options=probe_options,
-        started=started,
-        deadline=MAX_READING_WAIT_S,
+    # A total deadline for live readings (a replay never waits on a driver).
+    limit = None if spec.replayed else timeout
+    guard = (
+        Watchdog(limit, spec, as_json=as_json, out=out)
+        if limit is not None
+        else contextlib.nullcontext()
     )
+    with guard:
+        return _run_check(
+            spec,
+            seed=seed,
+            expect_gpus=expect_gpus,
+            gpus=gpus,
+            strict=strict,
+            require_idle=require_idle,
+            ignore=ignore,
+            as_json=as_json,
+            kernel_log=kernel_log,
+            clock=clock,
+            sleep=sleep,
+            environ=environ,
+            out=out,
+            probe=probe,
+            probe_options=probe_options,
+            started=started,
+            deadline=(MAX_READING_WAIT_S if limit is None else min(MAX_READING_WAIT_S, limit / 2)),
+        )
 
 
 def _run_check(
