@@ -368,7 +368,7 @@ class GpuPanel(LineWidget):
         status = self._status_content()
         if status is not None:
             return status
-        s, info = self.sample, self.info
+        s = self.sample
         assert s is not None
         vw = 11
         rest = cw - 4 - vw - 1
@@ -376,39 +376,9 @@ class GpuPanel(LineWidget):
         bar_w = rest - right_w
         if bar_w < 8:
             bar_w, right_w = max(rest - 10, 0), min(rest, 10)
-
-        def metric(
-            label: str, frac: float | None, cls: str, value: str, known: bool
-        ) -> LineBuilder:
-            b = LineBuilder().add(label.ljust(4), LABEL)
-            if bar_w >= 3:
-                b.extend(bar(frac, bar_w, cls))
-            b.add(f" {value}".ljust(vw), VALUE if known else DIM).add(" ")
-            return b
-
-        util = s.utilization_gpu_pct
-        l1 = metric(
-            "GPU", None if util is None else util / 100, BAR_UTIL, fmt_pct(util), util is not None
-        )
+        l1, l2, l3 = (b.add(" ") for b in self._bars(s, bar_w, vw))
         l1.add(sparkline(self._series("utilization_gpu_pct", right_w), right_w), PLOT_UTIL)
-        total = s.memory_total_bytes or info.memory_total_bytes
-        mem_frac = fraction(s.memory_used_bytes, total)
-        l2 = metric(
-            "MEM",
-            mem_frac,
-            memory_class(mem_frac),
-            fmt_bytes_pair(s.memory_used_bytes, total),
-            s.memory_used_bytes is not None,
-        )
         l2.add(sparkline(self._series("memory_used_pct", right_w), right_w), PLOT_MEM)
-        limit = s.power_limit_w or info.power_default_limit_w
-        l3 = metric(
-            "PWR",
-            fraction(s.power_w, limit),
-            BAR_POWER,
-            fmt_power_pair(s.power_w, limit),
-            s.power_w is not None,
-        )
         l3.extend(flow(self._temperature_items(s, short=True), right_w, " "))
         l4 = flow(self._link_items(s), cw)
         lines = [l1.pieces, l2.pieces, l3.pieces, l4]
@@ -416,31 +386,24 @@ class GpuPanel(LineWidget):
             lines.append(flow(self._extra_items(s), cw))
         return lines
 
-    def _chart_content(self, cw: int, rows: int) -> list[Line]:
-        """The bars in two lines (three when narrow), then the charts below them."""
-        status = self._status_content()
-        if status is not None:
-            return status
-        s, info = self.sample, self.info
-        assert s is not None
-        vw = 11
-        three = cw >= 3 * (4 + 12 + 1 + vw) + 4
-        per_line = 3 if three else 2
-        metric_w = (cw - 2 * (per_line - 1)) // per_line
-        bar_w = metric_w - 4 - 1 - vw
+    def _bars(self, s: GpuSample, bar_w: int, value_w: int) -> list[LineBuilder]:
+        """GPU, MEM and PWR: the label, a bar ``bar_w`` cells wide (none under 3) and the value
+        in ``value_w`` cells; the layouts add what follows."""
+        info = self.info
 
-        def metric(label: str, frac: float | None, cls: str, value: str, known: bool) -> Line:
+        def metric(
+            label: str, frac: float | None, cls: str, value: str, known: bool
+        ) -> LineBuilder:
             b = LineBuilder().add(label.ljust(4), LABEL)
             if bar_w >= 3:
                 b.extend(bar(frac, bar_w, cls))
-            b.add(f" {value}".ljust(vw + 1), VALUE if known else DIM)
-            return b.line(metric_w)
+            return b.add(f" {value}".ljust(value_w), VALUE if known else DIM)
 
         util = s.utilization_gpu_pct
         total = s.memory_total_bytes or info.memory_total_bytes
         mem_frac = fraction(s.memory_used_bytes, total)
         limit = s.power_limit_w or info.power_default_limit_w
-        metrics = [
+        return [
             metric(
                 "GPU",
                 None if util is None else util / 100,
@@ -463,6 +426,20 @@ class GpuPanel(LineWidget):
                 s.power_w is not None,
             ),
         ]
+
+    def _chart_content(self, cw: int, rows: int) -> list[Line]:
+        """The bars in two lines (three when narrow), then the charts below them."""
+        status = self._status_content()
+        if status is not None:
+            return status
+        s = self.sample
+        assert s is not None
+        vw = 11
+        three = cw >= 3 * (4 + 12 + 1 + vw) + 4
+        per_line = 3 if three else 2
+        metric_w = (cw - 2 * (per_line - 1)) // per_line
+        bar_w = metric_w - 4 - 1 - vw
+        metrics = [b.line(metric_w) for b in self._bars(s, bar_w, vw + 1)]
         temps = self._temperature_items(s, short=True)
         temps[0] = [("temp ", LABEL), *temps[0]]
         lines: list[Line] = []
