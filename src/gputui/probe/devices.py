@@ -73,26 +73,22 @@ def plan_devices(node: NodeInfo, indices: Sequence[int]) -> DevicePlan:
     infos = [info for i in indices if (info := node.gpu(i)) is not None]
     ids = [runtime_uuid(info) for info in infos]
     vendors = {info.vendor for info in infos}
+    # Pinned by UUID: the runtime sees exactly these GPUs, as cuda:0, cuda:1 ... in this order.
+    pinned_targets = tuple(
+        Target(info.index, f"cuda:{n}", f"GPU {info.index}", uid, info.pci_bus_id)
+        for n, (info, uid) in enumerate(zip(infos, ids, strict=True))
+    )
+    value = ",".join(uid for uid in ids if uid)
     if infos and vendors == {"nvidia"} and all(ids):
-        targets = tuple(
-            Target(info.index, f"cuda:{n}", f"GPU {info.index}", uid, info.pci_bus_id)
-            for n, (info, uid) in enumerate(zip(infos, ids, strict=True))
-        )
-        value = ",".join(uid for uid in ids if uid)
         return DevicePlan(
-            targets,
+            pinned_targets,
             {"CUDA_VISIBLE_DEVICES": value},
             pinned=True,
             how="CUDA_VISIBLE_DEVICES lists the probed GPUs' UUIDs; each hello is checked",
         )
     if infos and vendors == {"amd"} and all(uid and ROCR_UUID.fullmatch(uid) for uid in ids):
-        targets = tuple(
-            Target(info.index, f"cuda:{n}", f"GPU {info.index}", uid, info.pci_bus_id)
-            for n, (info, uid) in enumerate(zip(infos, ids, strict=True))
-        )
-        value = ",".join(uid for uid in ids if uid)
         return DevicePlan(
-            targets,
+            pinned_targets,
             {
                 "ROCR_VISIBLE_DEVICES": value,
                 "HIP_VISIBLE_DEVICES": None,
