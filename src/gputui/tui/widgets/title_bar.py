@@ -116,6 +116,7 @@ class TitleBar(LineWidget):
                 left.append((5, [(label, LABEL), (sanitize(node.runtime_version), VALUE)]))
             count = len(node.gpus)
             left.append((2, [(f"{count} GPU{'s' if count != 1 else ''}", VALUE)]))
+        state = self._right(LineBuilder())
         right = LineBuilder()
         idle = sanitize(self.idle)
         if idle:
@@ -123,10 +124,9 @@ class TitleBar(LineWidget):
             # the driver and runtime versions give way to it, nothing else does.
             main = [pieces for rank, pieces in left if rank <= _IDLE_RANK]
             facts = sum(len(t) for pieces in main for t, _ in pieces) + 3 * (len(main) - 1)
-            rest = self._right(LineBuilder()).width
-            if 1 + facts + 3 + len(idle) + 2 + rest + 1 <= width:
+            if 1 + facts + 3 + len(idle) + 2 + state.width + 1 <= width:
                 right.add(idle, LABEL).add("  ")
-        self._right(right)
+        right.extend(state.pieces)
         b = LineBuilder().add(" ")
         room = width - right.width - 5  # at least three cells between the sides
         chosen: set[int] = set()
