@@ -1,0 +1,87 @@
+"""Rules about GPU memory health: ECC errors, retired pages, row remapping, ECC turned off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gputui.health import hints
+from gputui.health.rules.context import RuleContext, finding, is_datacenter_gpu
+from gputui.model import Finding
+
+
+def rule_ecc_uncorrected(ctx: RuleContext) -> Iterable[Finding]:
+    for info, s in ctx.live():
+        if s.ecc_volatile_uncorrected:
+            yield finding(
+                "ecc_uncorrected",
+                "fail",
+                f"GPU {s.index}: {s.ecc_volatile_uncorrected} uncorrected ECC error(s) since the "
+                "last driver load",
+                f"drain the node and reset the GPU "
+                f"({hints.reset(hints.vendor_of(info), s.index)}); RMA if errors return",
+                s.index,
+            )
+
+
+def rule_ecc_aggregate(ctx: RuleContext) -> Iterable[Finding]:
+    for _info, s in ctx.live():
+        count = s.ecc_aggregate_uncorrected
+        if not count:
+            continue
+        base = ctx.ecc_baseline.get(s.index, count)
+        growth = f", up from {base} when monitoring started" if count > base else ""
+        yield finding(
+            "ecc_aggregate",
+            "warn",
+            f"GPU {s.index}: {count} uncorrected ECC error(s) over its lifetime{growth}",
+            "watch the count; if it grows, check row remapping and plan an RMA",
+            s.index,
+        )
+
+
+def rule_retired_pages(ctx: RuleContext) -> Iterable[Finding]:
+    for _info, s in ctx.live():
+        if s.retired_pages_pending:
+            yield finding(
+                "retired_pages",
+                "fail",
+                f"GPU {s.index}: retired memory pages pending",
+                f"reset the GPU ({hints.reset('nvidia', s.index)}) or reboot so the page "
+                "retirement takes effect",
+                s.index,
+            )
+
+
+def rule_row_remap(ctx: RuleContext) -> Iterable[Finding]:
+    for info, s in ctx.live():
+        if s.remapped_rows_failure:
+            yield finding(
+                "row_remap",
+                "fail",
+                f"GPU {s.index}: row remapping failed (no spare rows left)",
+                "drain the node; the GPU needs an RMA",
+                s.index,
+                "failure",
+            )
+        elif s.remapped_rows_pending:
+            yield finding(
+                "row_remap",
+                "warn",
+                f"GPU {s.index}: row remap pending, reset needed",
+                f"reset the GPU ({hints.reset(hints.vendor_of(info), s.index)}) at the next "
+                "opportunity; work can go on until then",
+                s.index,
+                "pending",
+            )
+
+
+def rule_ecc_disabled(ctx: RuleContext) -> Iterable[Finding]:
+    for info, s in ctx.live():
+        if info is not None and info.ecc_enabled is False and is_datacenter_gpu(info):
+            yield finding(
+                "ecc_disabled",
+                "warn",
+                f"GPU {s.index}: ECC is disabled on a datacenter GPU ({info.name})",
+                f"{hints.enable_ecc(info.vendor)}; memory errors go undetected without it",
+                s.index,
+            )

@@ -1,0 +1,123 @@
+"""Rules about the node as a whole: the driver answering, GPUs lost or missing, the CUDA driver
+against torch's build."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gputui.format import fmt_duration
+from gputui.health import hints
+from gputui.health.config import version_tuple
+from gputui.health.rules.context import RuleContext, finding
+from gputui.model import Finding, Severity
+
+
+def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
+    node = ctx.snapshot.node
+    vendor = hints.vendor_of(None, node)
+    stall = ctx.snapshot.stall
+    if stall is not None:
+        waited = fmt_duration(max(ctx.now - stall.since, 0.0))
+        where = f"reading GPU {stall.gpu_index}, " if stall.gpu_index is not None else ""
+        library = node.backend.split(":", 1)[0]
+        seen = (
+            f"; values shown are from {fmt_duration(max(ctx.now - stall.last_reading, 0.0))} ago"
+            if stall.last_reading is not None
+            else ""
+        )
+        yield Finding(
+            rule="not_responding",
+            severity="fail",
+            message=f"{library} not responding for {waited} ({where}a driver call hangs){seen}",
+            hint=f"check {hints.smi(vendor)} (it may hang too) and the "
+            f"kernel log (dmesg) for GPU errors; drain the node, then reset the GPU or reboot",
+            gpu_index=None,  # the driver's lock is node-wide: every GPU waits behind it
+            key="not_responding:stall",
+        )
+        return
+    if not node.gpus:
+        yield finding(
+            "not_responding",
+            "fail",
+            f"no GPUs found by the {node.backend} backend",
+            f"check that the driver is loaded ({hints.smi(vendor)}, lsmod | grep "
+            f"{hints.driver_module(vendor)}) and the devices are visible",
+            None,
+        )
+        return
+    judged = [i.index for i in node.gpus if ctx.judged(i.index)]
+    readings = {s.index: s for s in ctx.snapshot.gpus}
+    if judged and not any(i in readings for i in judged):
+        yield finding(
+            "not_responding",
+            "fail",
+            f"{node.backend} returned no readings",
+            f"the management library is not answering: check {hints.smi(vendor)}; restart the "
+            "driver or reboot if it hangs",
+            None,
+        )
+        return
+    for info, sample in ctx.samples():
+        if sample.error is not None and not sample.lost:
+            v = hints.vendor_of(info)
+            yield finding(
+                "not_responding",
+                "fail",
+                f"GPU {sample.index} not responding: {sample.error}",
+                f"check {hints.smi(v)}, that the {hints.driver_module(v)} driver is loaded, and "
+                f"the kernel log; reset the GPU ({hints.reset(v, sample.index)}) or reboot",
+                sample.index,
+            )
+
+
+def rule_gpu_lost(ctx: RuleContext) -> Iterable[Finding]:
+    for info, sample in ctx.samples():
+        if not sample.lost:
+            continue
+        v = hints.vendor_of(info)
+        # Backends say "GPU is lost (fell off the bus)"; anything else is worth quoting.
+        error = sample.error or ""
+        said = ("lost", "fell off")
+        detail = "" if not error or any(w in error.lower() for w in said) else f": {error}"
+        message = f"GPU {sample.index} is lost (fell off the bus){detail}"
+        hint = (
+            f"drain the node and reset the GPU ({hints.reset(v, sample.index)}) or reboot; "
+            "reseat or RMA it if it recurs"
+        )
+        yield finding("gpu_lost", "fail", message, hint, sample.index)
+
+
+def rule_gpu_count(ctx: RuleContext) -> Iterable[Finding]:
+    expected = ctx.expected_gpus
+    if expected is None:
+        return
+    present = [i.index for i in ctx.snapshot.node.gpus if ctx.judged(i.index)]
+    if len(present) < expected:
+        yield finding(
+            "gpu_count",
+            "fail",
+            f"{len(present)} GPU(s) visible, {expected} expected",
+            "a GPU is missing (fallen off the bus, not bound to the driver, or hidden): check "
+            "lspci and the kernel log, then reboot or drain the node",
+            None,
+        )
+
+
+def rule_driver_cuda(ctx: RuleContext) -> Iterable[Finding]:
+    node = ctx.snapshot.node
+    if not node.gpus or any(g.vendor != "nvidia" for g in node.gpus):
+        return  # runtime_version is ROCm on AMD nodes
+    torch_v = version_tuple(ctx.config.torch_cuda_version)
+    driver_v = version_tuple(node.runtime_version)
+    if torch_v is None or driver_v is None or driver_v[:2] >= torch_v[:2]:
+        return
+    severity: Severity = "fail" if driver_v[0] < torch_v[0] else "warn"
+    yield finding(
+        "driver_cuda",
+        severity,
+        f"CUDA driver API {node.runtime_version} < torch built for {ctx.config.torch_cuda_version}",
+        "update the NVIDIA driver, or install a torch build for the driver's CUDA version "
+        "(minor-version compatibility runs most kernels, but not PTX-JIT ones; a lower major "
+        "version does not run at all)",
+        None,
+    )

@@ -1,0 +1,80 @@
+"""Rules about who uses the GPUs: other users' processes, memory nobody explains, memory held
+idle."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gputui.format import command_text, fmt_duration
+from gputui.health.config import GIB
+from gputui.health.rules.context import RuleContext, finding, gib
+from gputui.model import Finding, ProcessSample, Severity
+
+IDLE_PCT = 1.0
+"""SM / GPU utilization at or below which a process counts as idle."""
+IDLE_INFO_AFTER_S = 60.0
+"""Idle memory is an ``info`` finding after this long, ``warn`` after ``idle_memory_minutes``."""
+UNEXPLAINED_MEMORY_BYTES = GIB
+"""GPU memory in use beyond what the listed processes hold that counts as "in use"."""
+
+
+def describe_process(p: ProcessSample) -> str:
+    what = command_text(p.command, p.name, None, short=True)
+    if len(what) > 40:
+        what = what[:39] + "…"
+    return f"PID {p.pid} ({p.user or '?'}, {what})"
+
+
+def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
+    severity: Severity = "fail" if ctx.config.require_idle else "info"
+    me = ctx.config.current_user
+    hint = (
+        "wait for them to finish or ask their owners; in a prolog, drain the node"
+        if ctx.config.require_idle
+        else "shared GPU: expect less memory and compute for your work"
+    )
+    for _info, s in ctx.live():
+        procs = ctx.snapshot.processes_on(s.index)
+        # A process that exited between the driver's listing and the host lookup is nobody's job.
+        others = [p for p in procs if not p.exited and (p.user is None or p.user != me)]
+        held = sum(p.gpu_memory_bytes or 0 for p in procs)
+        unexplained = (s.memory_used_bytes or 0) - held
+        parts = []
+        if others:
+            listed = ", ".join(
+                f"{describe_process(p)} {gib(p.gpu_memory_bytes)}"
+                if p.gpu_memory_bytes is not None
+                else describe_process(p)
+                for p in others[:3]
+            )
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            parts.append(f"{len(others)} process(es) of other users: {listed}{more}")
+        if unexplained >= UNEXPLAINED_MEMORY_BYTES:
+            parts.append(f"{gib(unexplained)} in use by processes not visible here")
+        if parts:
+            yield finding(
+                "other_processes", severity, f"GPU {s.index}: " + "; ".join(parts), hint, s.index
+            )
+
+
+def rule_idle_memory(ctx: RuleContext) -> Iterable[Finding]:
+    warn_after = ctx.config.idle_memory_minutes * 60.0
+    for p in ctx.snapshot.processes:
+        if not ctx.judged(p.gpu_index):
+            continue
+        since = ctx.idle_since.get((p.pid, p.gpu_index))
+        if since is None:
+            continue
+        idle = ctx.now - since
+        if idle < IDLE_INFO_AFTER_S:
+            continue
+        severity: Severity = "warn" if idle >= warn_after else "info"
+        yield finding(
+            "idle_memory",
+            severity,
+            f"{describe_process(p)} holds {gib(p.gpu_memory_bytes)} on GPU {p.gpu_index} and has "
+            f"been idle for {fmt_duration(idle)}",
+            "ask its owner to free it (e.g. shut down the notebook kernel) or end the process",
+            p.gpu_index,
+            str(p.pid),
+        )
