@@ -106,6 +106,21 @@ class GpuInfo:
     persistence_mode: bool | None = None
     vbios_version: str | None = None
     serial: str | None = None
+    host_link: str | None = None
+    """How the GPU reaches the CPU: ``pcie``, or ``nvlink-c2c`` on Grace Hopper / Grace
+    Blackwell (GH200, GB200, GB10), whose PCIe queries answer a placeholder Gen1 x1; None when
+    unknown."""
+    host_link_bandwidth_gbs: float | None = None
+    """The NVLink-C2C host link's bandwidth in GB/s per direction, where the driver says
+    (all active C2C links together); None for PCIe (its bandwidth follows from gen and width)."""
+    virtualization_mode: str | None = None
+    """``none`` (bare metal), ``passthrough`` (a whole GPU handed to a VM), ``vgpu`` (a vGPU
+    guest: the host owns ECC and persistence), ``host_vgpu`` / ``host_vsga`` (the hypervisor's
+    view); None when unknown."""
+    compute_partition: str | None = None
+    """AMD compute partitioning of the physical GPU this device belongs to: ``SPX`` (one
+    device), ``DPX``, ``TPX``, ``QPX``, ``CPX`` (several devices that differ only by PCI
+    function); None when not partitionable or unknown."""
 
 
 @dataclass(frozen=True, slots=True)
