@@ -784,40 +784,6 @@ def test_clocks_event_reasons_fall_back_to_throttle_reasons(how: str) -> None:
     assert fake.calls["nvmlDeviceGetCurrentClocksThrottleReasons"] == 3
 
 
-def test_process_calls_fall_back_from_v3_to_v2() -> None:
-    gpu = FakeGpu(compute_processes=[FakeProcess(10)], graphics_processes=[FakeProcess(11)])
-    backend, fake = open_backend(
-        [gpu],
-        missing={
-            "nvmlDeviceGetComputeRunningProcesses_v3",
-            "nvmlDeviceGetGraphicsRunningProcesses_v3",
-        },
-    )
-    for t in range(3):
-        assert sorted(p.pid for p in backend.read_processes(float(t))) == [10, 11]
-    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 1
-    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v2"] == 3
-    assert fake.calls["nvmlDeviceGetGraphicsRunningProcesses_v2"] == 3
-
-
-def test_library_mismatch_from_unversioned_process_calls_is_handled() -> None:
-    gpu = FakeGpu(compute_processes=[FakeProcess(10)])
-    backend, fake = open_backend(
-        [gpu],
-        absent={
-            "nvmlDeviceGetComputeRunningProcesses_v2",
-            "nvmlDeviceGetGraphicsRunningProcesses_v2",
-        },
-        missing={
-            "nvmlDeviceGetComputeRunningProcesses_v3",
-            "nvmlDeviceGetGraphicsRunningProcesses_v3",
-        },
-    )
-    assert backend.read_processes(1.0) == []
-    assert backend.read_processes(2.0) == []
-    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 2  # v3, then unversioned (v3)
-
-
 def test_processes_utilization_info_falls_back_to_process_utilization() -> None:
     gpu = FakeGpu(
         compute_processes=[FakeProcess(10)],

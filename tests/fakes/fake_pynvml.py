@@ -48,6 +48,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import queue
+import struct
 import threading
 import types
 from collections import Counter
@@ -340,25 +341,6 @@ def _api(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _proc_objects(procs: Iterable[FakeProcess]) -> list[Any]:
-    """Build process rows exactly as nvidia-ml-py does (friendly objects, None for N/A memory)."""
-    out = []
-    not_available = _real.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
-    for p in procs:
-        memory = not_available if p.used_gpu_memory is None else p.used_gpu_memory
-        struct = _real.c_nvmlProcessInfo_v2_t(
-            pid=p.pid,
-            usedGpuMemory=memory,
-            gpuInstanceId=p.gpu_instance_id,
-            computeInstanceId=p.compute_instance_id,
-        )
-        obj = _real.nvmlStructToFriendlyObject(struct)
-        if obj.usedGpuMemory == not_available:
-            obj.usedGpuMemory = None
-        out.append(obj)
-    return out
-
-
 class FakeNvml:
     """Module-like stand-in for ``pynvml``: names and call signatures match the real one."""
 
@@ -376,6 +358,7 @@ class FakeNvml:
         topology_levels: list[list[int]] | None = None,
         p2p_status: dict[tuple[int, int, int], int] | None = None,
         init_hang: threading.Event | None = None,
+        process_record_sizes: dict[str, int] | None = None,
     ) -> None:
         self.absent = set(absent)  # names the binding lacks -> AttributeError
         self.init_hang = init_hang  # nvmlInit blocks until the test sets it (a wedged driver)
@@ -401,6 +384,8 @@ class FakeNvml:
         self.event_sets: list[FakeEventSet] = []
         self.topology_levels = topology_levels  # [a][b] -> NVML_TOPOLOGY_*; None: all NODE
         self.p2p_status = dict(p2p_status or {})  # (a, b, p2pIndex) -> NVML_P2P_STATUS_*
+        # Process-list symbol -> the size of the records the driver writes (see "processes").
+        self.process_record_sizes = {**R580_RECORD_SIZES, **(process_record_sizes or {})}
 
     def __getattribute__(self, name: str) -> Any:
         if name != "absent" and not name.startswith("_") and name in self.absent:
@@ -957,30 +942,84 @@ class FakeNvml:
         eventSet.freed = True
 
     # -- processes ---------------------------------------------------------------------------
+    #
+    # The process calls are modelled at the C level, as the driver fills the caller's buffer: each
+    # symbol writes records of the size in ``process_record_sizes`` (R580 on a real H100, kept in
+    # tests/data/real/: ``_v3`` and ``_v2`` write 24 bytes, the unversioned symbol 16; drivers
+    # 535.43-535.86 wrote 32-byte ``_v3`` records: see ``driver_535_early``). The binding-level
+    # functions below then decode the buffer the way nvidia-ml-py does, at its own 24-byte
+    # ``c_nvmlProcessInfo_v2_t``, garbling the list where the sizes differ, as on those drivers.
 
-    def _procs(self, handle: FakeHandle, kind: str) -> list[Any]:
+    def _nvmlGetFunctionPointer(self, name: str) -> Callable[..., int]:
+        """The binding's C-symbol lookup: FunctionNotFound for a symbol the driver lacks."""
+        if not self.initialized:
+            raise NVMLError_Uninitialized()
+        if name in self.missing or name not in PROCESS_SYMBOLS:
+            raise NVMLError_FunctionNotFound()
+        return functools.partial(self._c_process_list, name)
+
+    def _c_process_list(self, symbol: str, handle: FakeHandle, count_ref: Any, buffer: Any) -> int:
+        """``nvmlReturn_t nvmlDeviceGet*RunningProcesses*(device, *infoCount, *infos)``."""
+        self.calls[symbol] += 1
+        self.log.append((symbol, handle.gpu_index, (handle,), {}))
+        self.gpu_calls[(handle.gpu_index, symbol)] += 1
+        count = count_ref._obj  # ctypes.byref(c_uint)
+        try:
+            if symbol in self.errors:
+                _raise(self.errors[symbol])
+            self.gpus[handle.gpu_index].check(symbol)
+        except NVMLError as exc:
+            return int(exc.value)
         gpu, mig = self._dev(handle)
         owner = mig if mig is not None else gpu
-        return _proc_objects(getattr(owner, f"{kind}_processes"))
+        kind = "graphics" if "Graphics" in symbol else "compute"
+        rows: list[FakeProcess] = getattr(owner, f"{kind}_processes")
+        if buffer is None or count.value < len(rows):
+            count.value = len(rows)
+            return _real.NVML_ERROR_INSUFFICIENT_SIZE if rows else _real.NVML_SUCCESS
+        data = b"".join(process_record(p, self.process_record_sizes.get(symbol, 24)) for p in rows)
+        ctypes.memmove(ctypes.addressof(buffer), data, min(len(data), ctypes.sizeof(buffer)))
+        count.value = len(rows)
+        return _real.NVML_SUCCESS
 
-    @_api
+    def _binding_process_list(self, symbol: str, handle: FakeHandle) -> list[Any]:
+        """What nvidia-ml-py's process wrappers do: ask the size, then read the buffer as an
+        array of its 24-byte ``c_nvmlProcessInfo_v2_t``."""
+        fn = self._nvmlGetFunctionPointer(symbol)
+        count = ctypes.c_uint(0)
+        ret = fn(handle, ctypes.byref(count), None)
+        if ret == _real.NVML_SUCCESS:
+            return []
+        if ret != _real.NVML_ERROR_INSUFFICIENT_SIZE:
+            raise NVMLError(ret)
+        count.value = count.value * 2 + 5
+        array = (_real.c_nvmlProcessInfo_v2_t * count.value)()
+        ret = fn(handle, ctypes.byref(count), array)
+        if ret != _real.NVML_SUCCESS:
+            raise NVMLError(ret)
+        not_available = _real.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+        out = []
+        for i in range(count.value):
+            obj = _real.nvmlStructToFriendlyObject(array[i])
+            if obj.usedGpuMemory == not_available:
+                obj.usedGpuMemory = None
+            out.append(obj)
+        return out
+
     def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
-        return self._procs(handle, "compute")
+        return self._binding_process_list("nvmlDeviceGetComputeRunningProcesses_v3", handle)
 
-    @_api
     def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
-        return self._procs(handle, "compute")
+        return self._binding_process_list("nvmlDeviceGetComputeRunningProcesses_v2", handle)
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> list[Any]:
         return _versioned(self.nvmlDeviceGetComputeRunningProcesses_v3, handle)
 
-    @_api
     def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
-        return self._procs(handle, "graphics")
+        return self._binding_process_list("nvmlDeviceGetGraphicsRunningProcesses_v3", handle)
 
-    @_api
     def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
-        return self._procs(handle, "graphics")
+        return self._binding_process_list("nvmlDeviceGetGraphicsRunningProcesses_v2", handle)
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, handle: FakeHandle) -> list[Any]:
         return _versioned(self.nvmlDeviceGetGraphicsRunningProcesses_v3, handle)
@@ -1055,6 +1094,53 @@ FIELD_CALLS: dict[int, str] = {
 }
 """Fields that carry what a call also answers: a test's ``unsupported`` / ``errors`` knob on the
 call applies to the field too, as both come from the same hardware counter."""
+
+
+PROCESS_SYMBOLS = frozenset(
+    f"nvmlDeviceGet{kind}RunningProcesses{suffix}"
+    for kind in ("Compute", "Graphics")
+    for suffix in ("", "_v2", "_v3")
+)
+R580_RECORD_SIZES: dict[str, int] = {
+    # Measured on a real H100 with driver 580.159.04 (tests/data/real/*/nvml_raw_procs.json):
+    # _v3 and _v2 write 24-byte records, the unversioned symbol the 16-byte v1 record.
+    **{name: 24 for name in PROCESS_SYMBOLS if name.endswith(("_v2", "_v3"))},
+    **{name: 16 for name in PROCESS_SYMBOLS if name.endswith("Processes")},
+}
+
+
+def driver_535_early() -> dict[str, Any]:
+    """Knobs for drivers 535.43-535.86, whose ``_v3`` writes 32-byte records
+    (``usedGpuCcProtectedMemory`` appended after the instance ids) while nvidia-ml-py reads 24
+    (nvitop PRs #79, #89, #94; gpustat #161 "reports only the first program on driver 535")."""
+    return {
+        "process_record_sizes": {name: 32 for name in PROCESS_SYMBOLS if name.endswith("_v3")},
+        "driver_version": "535.54.03",
+    }
+
+
+def driver_535_98() -> dict[str, Any]:
+    """535.98 dropped the ``_v3`` symbols (535.104 re-added them at 24 bytes: nvitop PR #94)."""
+    return {
+        "missing": {name for name in PROCESS_SYMBOLS if name.endswith("_v3")},
+        "driver_version": "535.98",
+    }
+
+
+def process_record(process: FakeProcess, size: int) -> bytes:
+    """One process row as a driver writing ``size``-byte records lays it out (nvml.h:
+    nvmlProcessInfo_v1_t is 16 bytes, _v2_t 24; R535.43-86's _v3 appended a u64 to make 32)."""
+    memory = (
+        _real.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+        if process.used_gpu_memory is None
+        else process.used_gpu_memory
+    )
+    if size == 16:
+        return struct.pack("<I4xQ", process.pid, memory)
+    row = struct.pack(
+        "<I4xQII", process.pid, memory, process.gpu_instance_id, process.compute_instance_id
+    )
+    return row + struct.pack("<Q", 0) if size == 32 else row
 
 
 def _ecc_field(gpu: FakeGpu, uncorrected: bool, aggregate: bool) -> int | None:

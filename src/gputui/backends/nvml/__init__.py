@@ -9,7 +9,8 @@ not import pynvml: only ``open`` does.
 Modules, one job each: ``calls`` (the one call path: unsupported calls remembered, lost GPUs
 detected; per-GPU state), ``values`` (NVML answers -> model types), ``fields`` (batched field
 values), ``memory``, ``static`` (GpuInfo and MIG slices), ``device`` (fast and slow tiers),
-``links`` (NVLink and topology), ``processes``, ``events`` (the event thread) and ``backend``
+``links`` (NVLink and topology), ``processes`` (with ``records``: the raw process-list
+records, decoded at the size the driver wrote), ``events`` (the event thread) and ``backend``
 (the :class:`NvmlBackend` adapter).
 """
 

@@ -1,5 +1,6 @@
 """GPU processes: the compute and graphics lists merged by PID, with each process's SM % from
-the per-process utilization samples. On a GPU in MIG mode the lists are read per slice."""
+the per-process utilization samples. On a GPU in MIG mode the lists are read per slice. The lists
+are decoded from the driver's raw records (:mod:`.records`), whatever their size."""
 
 from __future__ import annotations
 
@@ -7,20 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
+from gputui.backends.nvml.records import (
+    MAX_PID,
+    ProcessRecord,
+    pid_max,
+    plausible,
+    process_calls,
+    read_records,
+)
 from gputui.model import ProcessSample, ProcessType
 
-MAX_PID = 4_194_304  # Linux PID_MAX_LIMIT: anything above is a garbled process row
-
-_COMPUTE_CALLS = (
-    "nvmlDeviceGetComputeRunningProcesses_v3",
-    "nvmlDeviceGetComputeRunningProcesses_v2",
-    "nvmlDeviceGetComputeRunningProcesses",
-)
-_GRAPHICS_CALLS = (
-    "nvmlDeviceGetGraphicsRunningProcesses_v3",
-    "nvmlDeviceGetGraphicsRunningProcesses_v2",
-    "nvmlDeviceGetGraphicsRunningProcesses",
-)
 _PROCESS_UTIL_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
 
 
@@ -34,8 +31,8 @@ def gpu_processes(calls: NvmlCalls, gpu: NvmlGpu) -> list[ProcessSample]:
         targets = [(gpu.handle, "", None, info.memory_total_bytes if info else None)]
     processes: list[ProcessSample] = []
     for handle, key, mig_uuid, memory_limit in targets:
-        compute = calls.first(gpu, key + "compute_procs", _COMPUTE_CALLS, handle)
-        graphics = calls.first(gpu, key + "graphics_procs", _GRAPHICS_CALLS, handle)
+        compute = _process_list(calls, gpu, key, "compute", handle, memory_limit)
+        graphics = _process_list(calls, gpu, key, "graphics", handle, memory_limit)
         if not compute and not graphics:
             continue
         sm = _process_sm(calls, gpu, handle, key)
@@ -52,6 +49,21 @@ def gpu_processes(calls: NvmlCalls, gpu: NvmlGpu) -> list[ProcessSample]:
             for pid, (kind, memory) in rows.items()
         )
     return processes
+
+
+def _process_list(
+    calls: NvmlCalls, gpu: NvmlGpu, key: str, kind: str, handle: Any, memory_limit: int | None
+) -> list[ProcessRecord] | None:
+    """The first process-list entry point the driver has (``_v2``, then ``_v3``, then the
+    unversioned one), decoded from its raw records; None when none answers."""
+    for call in process_calls(kind):
+        query_key = f"{key}{kind}_procs:{call.symbol}"
+        records: list[ProcessRecord] | None = calls.query(
+            gpu, query_key, read_records, calls.nvml, call, handle, memory_limit
+        )
+        if not calls.is_unsupported(gpu, query_key):
+            return records
+    return None
 
 
 def _process_sm(calls: NvmlCalls, gpu: NvmlGpu, handle: Any, key: str) -> dict[int, float] | None:
@@ -93,18 +105,20 @@ def _samples_since(nvml: Any, fn: Callable[..., Any] | None) -> Callable[..., An
 
 
 def merge_processes(
-    compute: Sequence[Any], graphics: Sequence[Any], memory_limit: int | None
+    compute: Sequence[ProcessRecord],
+    graphics: Sequence[ProcessRecord],
+    memory_limit: int | None,
 ) -> dict[int, tuple[ProcessType, int | None]]:
     """Merge the compute and graphics lists by PID, dropping garbled rows (a driver/binding struct
     mismatch shows up as PID 0, huge PIDs or more memory than the GPU has)."""
     kinds: dict[int, set[str]] = {}
     memory: dict[int, int | None] = {}
+    top = pid_max()
     for kind, rows in (("compute", compute), ("graphics", graphics)):
         for row in rows:
-            sane = _sane_row(row, memory_limit)
-            if sane is None:
+            if not plausible(row, memory_limit, top):
                 continue
-            pid, used = sane
+            pid, used = row.pid, row.used_memory
             kinds.setdefault(pid, set()).add(kind)
             if used is not None:
                 memory[pid] = max(memory.get(pid) or 0, used)
@@ -119,13 +133,4 @@ def _process_type(found: set[str]) -> ProcessType:
     return "compute" if "compute" in found else "graphics"
 
 
-def _sane_row(row: Any, memory_limit: int | None) -> tuple[int, int | None] | None:
-    """(pid, used memory) of a process row, or None for a garbled row."""
-    pid, used = getattr(row, "pid", None), getattr(row, "usedGpuMemory", None)
-    if not isinstance(pid, int) or not 0 < pid <= MAX_PID:
-        return None
-    if used is None:
-        return pid, None
-    if isinstance(used, int) and used >= 0 and (memory_limit is None or used <= memory_limit):
-        return pid, used
-    return None
+__all__ = ["MAX_PID", "gpu_processes", "merge_processes"]
