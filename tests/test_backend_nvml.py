@@ -1647,7 +1647,9 @@ def test_a_link_down_at_open_is_still_listed() -> None:
     links[0].state = 0
     links[0].remote_bus_id = None  # an inactive link has no remote end
     links[0].remote_type = None
-    backend, topology = open_topology(make_fake_nvml([FakeGpu(nvlinks=links)]))
+    # On an NVSwitch board whose fabric is set up every link is wired: down, not unused.
+    gpu = FakeGpu(nvlinks=links, fabric_state=pynvml.NVML_GPU_FABRIC_STATE_COMPLETED)
+    backend, topology = open_topology(make_fake_nvml([gpu]))
     first, second = topology.links
     assert (first.link, first.remote_type, first.remote_pci_bus_id) == (0, None, None)
     assert second.remote_type == "switch"

@@ -179,6 +179,16 @@ def fmt_pcie(gen: int | None, width: int | None) -> str:
     return f"{gen if gen is not None else '?'}×{width if width is not None else '?'}"
 
 
+def fmt_c2c(host_link: str | None, bandwidth_gbs: float | None) -> str | None:
+    """The host link of a GPU without PCIe of its own (Grace Hopper / Grace Blackwell):
+    ``C2C 450GB/s`` or ``C2C``; None for any other host link (show the PCIe link instead)."""
+    if host_link != "nvlink-c2c":
+        return None
+    if bandwidth_gbs is None or _is_missing(bandwidth_gbs):
+        return "C2C"
+    return f"C2C {bandwidth_gbs:.0f}GB/s"
+
+
 def fmt_load(load: tuple[float, float, float] | None) -> str:
     """``12.3 10.1 9.80`` (three significant figures); :data:`NA` when unknown."""
     if load is None:

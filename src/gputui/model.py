@@ -117,6 +117,12 @@ class GpuInfo:
     """``none`` (bare metal), ``passthrough`` (a whole GPU handed to a VM), ``vgpu`` (a vGPU
     guest: the host owns ECC and persistence), ``host_vgpu`` / ``host_vsga`` (the hypervisor's
     view); None when unknown."""
+    fabric_state: str | None = None
+    """NVIDIA NVSwitch fabric (``nvmlDeviceGetGpuFabricInfoV``): ``not_supported`` (no fabric:
+    a PCIe card, NVLink bridges), ``not_started``, ``in_progress`` (links not trained yet) or
+    ``completed``; None where the driver cannot say."""
+    fabric_error: str | None = None
+    """The error the fabric's set-up of this GPU ended with (state ``completed``); None if none."""
     compute_partition: str | None = None
     """AMD compute partitioning of the physical GPU this device belongs to: ``SPX`` (one
     device), ``DPX``, ``TPX``, ``QPX``, ``CPX`` (several devices that differ only by PCI
@@ -197,11 +203,17 @@ class LinkSample:
 
     link: int
     up: bool | None = None
+    """True active, False down (it was active earlier, or it has a remote end it should reach),
+    None unknown or not in use (see ``unused``)."""
     rx_bytes_per_s: float | None = None
     tx_bytes_per_s: float | None = None
     replay_errors: int | None = None
     recovery_errors: int | None = None
     crc_errors: int | None = None
+    unused: bool = False
+    """Inactive since gputui started, with no remote end: a link that is not wired or not set
+    up (a one-GPU VM carved out of an HGX board, an HGX partition without the fabric), not a
+    link that went down."""
 
 
 @dataclass(frozen=True, slots=True)

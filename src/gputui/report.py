@@ -27,6 +27,7 @@ from gputui.format import (
     finding_text,
     fmt_bytes,
     fmt_bytes_pair,
+    fmt_c2c,
     fmt_duration,
     fmt_elapsed,
     fmt_load,
@@ -153,6 +154,8 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
     pcie = fmt_pcie(sample.pcie_gen, sample.pcie_width)
     if info and (info.pcie_max_gen or info.pcie_max_width):
         pcie += f" of {fmt_pcie(info.pcie_max_gen, info.pcie_max_width)}"
+    if info is not None and (c2c := fmt_c2c(info.host_link, info.host_link_bandwidth_gbs)):
+        pcie = c2c
     ecc = sample.ecc_volatile_uncorrected
     notes = describe_throttle(sample.throttle_reasons)
     if sample.remapped_rows_pending:

@@ -250,6 +250,8 @@ class LinkRow:
     replay_errors: int | None = None
     recovery_errors: int | None = None
     crc_errors: int | None = None
+    unused: bool = False
+    """Inactive since start with no remote end: not in use, not down."""
 
 
 def _remote_text(info: LinkInfo) -> str:
@@ -295,6 +297,7 @@ def link_rows(
                 replay_errors=r.replay_errors if r else None,
                 recovery_errors=r.recovery_errors if r else None,
                 crc_errors=r.crc_errors if r else None,
+                unused=r.unused if r else False,
             )
         )
     if sample is not None:
@@ -314,6 +317,7 @@ def link_rows(
                         replay_errors=r.replay_errors,
                         recovery_errors=r.recovery_errors,
                         crc_errors=r.crc_errors,
+                        unused=r.unused,
                     )
                 )
     return rows
@@ -369,6 +373,8 @@ def link_summary(rows: list[LinkRow]) -> str:
     if not rows:
         return "no links"
     total = len(rows)
+    if all(r.unused for r in rows):
+        return f"{total} link{'s' if total != 1 else ''} not in use"
     if all(r.up is None for r in rows):
         return f"{total} link{'s' if total != 1 else ''} (state not read)"
     up = sum(1 for r in rows if r.up)
@@ -592,7 +598,9 @@ def topology_dict(node: NodeInfo, snapshot: Snapshot | None = None) -> dict[str,
             "gpu": r.gpu_index,
             "link": r.link,
             "kind": r.kind,
-            "state": "up" if r.up else ("down" if r.up is False else None),
+            "state": "up"
+            if r.up
+            else ("down" if r.up is False else ("unused" if r.unused else None)),
             "version": r.version,
             "speed_gbps": r.speed_gbps,
             "speed_bytes_per_s": link_bytes_per_s(r.speed_gbps),

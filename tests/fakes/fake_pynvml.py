@@ -160,6 +160,17 @@ def nvswitch_links(count: int = 18, switch_bus_ids: tuple[str, ...] = ()) -> lis
     return [FakeLink(remote_bus_id=buses[i % len(buses)]) for i in range(count)]
 
 
+def unwired_links(count: int = 18) -> list[FakeLink]:
+    """An H100's links where nothing is at the far end: a one-GPU VM carved out of an HGX board,
+    or an HGX partition without the NVSwitch fabric. Every link answers "inactive", its remote
+    PCI info all zeros and its remote type NotSupported (reported for such VMs: the links exist
+    on the chip but were never trained)."""
+    return [
+        FakeLink(state=0, remote_bus_id="00000000:00:00.0", remote_type=None, tx_kib=None)
+        for _ in range(count)
+    ]
+
+
 def direct_links(
     peer_bus_id: str, count: int = 4, version: int = _real.NVML_NVLINK_VERSION_3_0
 ) -> list[FakeLink]:
@@ -252,6 +263,21 @@ class FakeGpu:
     nvlink_speed_mbps: int | None = None  # field 90 (NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON)
     cpu_affinity: tuple[int, ...] | None = None  # CPU ids close to the GPU
     numa_node: int | None = None
+    # How the GPU is attached. nvmlDeviceGetVirtualizationMode: 0 bare metal, 1 passthrough (a
+    # real H100 in a VM answered 1: tests/data/real/), 2 a vGPU guest. nvmlDeviceGetBusType: 2 is
+    # PCIe. GH200 / GB200 run their host link over NVLink-C2C: nvmlDeviceGetC2cModeInfoV says
+    # isC2cEnabled=1, fields 170-172 give the C2C links and their MB/s (nvml.h; hwloc issue #633),
+    # and the PCIe queries answer a placeholder Gen1 x1 (see ``grace_hopper``).
+    virtualization_mode: int | None = 0
+    bus_type: int | None = 2
+    c2c_enabled: int | None = 0
+    c2c_link_mbps: list[int] = field(default_factory=list)  # one entry per C2C link
+    # nvmlDeviceGetGpuFabricInfoV (HGX boards with NVSwitch): nvmlGpuFabricState_t (0 not
+    # supported, 1 not started, 2 in progress, 3 completed) and the nvmlReturn_t it finished
+    # with; None: the call answers NotSupported (no fabric: PCIe cards, VMs without the fabric,
+    # the real H100 VM of tests/data/real/ answered N/A in nvidia-smi).
+    fabric_state: int | None = None
+    fabric_status: int = 0
     # Knobs for failures.
     unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
     unsupported_fields: set[int] = field(default_factory=set)  # field ids reported NOT_SUPPORTED
@@ -584,6 +610,39 @@ class FakeNvml:
     @_api
     def nvmlDeviceGetSerial(self, handle: FakeHandle) -> str:
         return self._dev(handle)[0].serial
+
+    @_api
+    def nvmlDeviceGetVirtualizationMode(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].virtualization_mode)
+
+    @_api
+    def nvmlDeviceGetBusType(self, device: FakeHandle) -> int:
+        return _value(self._dev(device)[0].bus_type)
+
+    @_api
+    def nvmlDeviceGetC2cModeInfoV(self, handle: FakeHandle) -> Any:
+        return _real.c_nvmlC2cModeInfo_v1_t(isC2cEnabled=_value(self._dev(handle)[0].c2c_enabled))
+
+    @_api
+    def nvmlDeviceGetGpuFabricInfoV(self, device: FakeHandle, gpuFabricInfo: Any) -> int:
+        info = gpuFabricInfo._obj  # ctypes.byref(c_nvmlGpuFabricInfoV_t())
+        if info.version != _real.nvmlGpuFabricInfo_v2:
+            raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        self._fill_fabric(device, info)
+        return _real.NVML_SUCCESS
+
+    @_api
+    def nvmlDeviceGetGpuFabricInfo(self, device: FakeHandle, gpuFabricInfo: Any) -> int:
+        self._fill_fabric(device, gpuFabricInfo._obj)
+        return _real.NVML_SUCCESS
+
+    def _fill_fabric(self, device: FakeHandle, info: Any) -> None:
+        gpu = self._dev(device)[0]
+        info.state = _value(gpu.fabric_state)
+        info.status = gpu.fabric_status
+
+    def nvmlErrorString(self, result: int) -> str:
+        return ERROR_STRINGS.get(result, "Unknown Error")
 
     # -- MIG ---------------------------------------------------------------------------------
 
@@ -1143,6 +1202,37 @@ def process_record(process: FakeProcess, size: int) -> bytes:
     return row + struct.pack("<Q", 0) if size == 32 else row
 
 
+ERROR_STRINGS = {
+    _real.NVML_SUCCESS: "Success",
+    _real.NVML_ERROR_NOT_READY: "Not Ready",
+    _real.NVML_ERROR_UNKNOWN: "Unknown Error",
+    _real.NVML_ERROR_INSUFFICIENT_RESOURCES: "Insufficient Resources",
+}
+"""What nvmlErrorString answers for the codes the tests use."""
+
+
+def grace_hopper(**changes: Any) -> FakeGpu:
+    """A GH200's GPU: host link over NVLink-C2C (10 links of 45 GB/s: 450 GB/s each way, half
+    of the 900 GB/s NVIDIA quotes for both directions), PCIe queries answering Gen1 x1."""
+    values: dict[str, Any] = {
+        "name": "NVIDIA GH200 480GB",
+        "memory_total": 96 * GiB,
+        "c2c_enabled": 1,
+        "c2c_link_mbps": [45_000] * 10,
+        "pcie_gen": 1,
+        "pcie_width": 1,
+        "pcie_max_gen": 1,
+        "gpu_max_pcie_gen": 1,
+        "pcie_max_width": 1,
+        "power_default_limit_mw": 900_000,
+        "power_limit_mw": 900_000,
+        "enforced_power_limit_mw": 900_000,
+        "power_max_limit_mw": 900_000,
+    }
+    values.update(changes)
+    return FakeGpu(**values)
+
+
 def _ecc_field(gpu: FakeGpu, uncorrected: bool, aggregate: bool) -> int | None:
     if not gpu.ecc_mode:
         return None
@@ -1166,6 +1256,13 @@ def gpu_field(gpu: FakeGpu, field_id: int, scope: int = 0) -> tuple[int, Any]:
     """(valueType, value) of a field on ``gpu``; value None means NOT_SUPPORTED."""
     ull = _real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
     uint = _real.NVML_VALUE_TYPE_UNSIGNED_INT
+    if field_id == _real.NVML_FI_DEV_C2C_LINK_COUNT:
+        return uint, len(gpu.c2c_link_mbps) if gpu.c2c_link_mbps else None
+    if field_id in (_real.NVML_FI_DEV_C2C_LINK_GET_STATUS, _real.NVML_FI_DEV_C2C_LINK_GET_MAX_BW):
+        if scope >= len(gpu.c2c_link_mbps):
+            return uint, None
+        status = field_id == _real.NVML_FI_DEV_C2C_LINK_GET_STATUS
+        return uint, 1 if status else gpu.c2c_link_mbps[scope]
     if field_id == _real.NVML_FI_DEV_NVLINK_GET_STATE:
         # scopeId = link id; a link past the list (or no NVLink): not supported.
         nvlink = gpu.nvlinks[scope] if gpu.nvlinks and scope < len(gpu.nvlinks) else None

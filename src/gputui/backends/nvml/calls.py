@@ -65,6 +65,10 @@ class NvmlGpu:
     rates: CounterRates[str] = field(default_factory=CounterRates)
     util_seen_us: dict[str, int] = field(default_factory=dict)
     nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
+    # Links with a remote end at discovery, and links seen active while gputui watched: an
+    # inactive link is "down" only if it is one of these (see links.link_samples).
+    links_with_remote: frozenset[int] = frozenset()
+    links_seen_up: set[int] = field(default_factory=set)
     # Per-link NVLink error counters as last read, and the totals over the links they match.
     link_errors: dict[int, dict[int, int | None]] = field(default_factory=dict)
     link_error_totals: tuple[int | float | None, ...] | None = None

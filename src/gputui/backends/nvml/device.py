@@ -128,8 +128,7 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
                 q("clock_graphics", "nvmlDeviceGetClockInfo", h, kinds["graphics"])
             ),
             pstate=pstate if pstate is not None and 0 <= pstate <= 15 else None,  # 32: unknown
-            pcie_gen=to_int(q("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h)),
-            pcie_width=to_int(q("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h)),
+            **_pcie_link(calls, gpu),
             encoder_pct=to_float(encoder[0]) if encoder else None,
             decoder_pct=to_float(decoder[0]) if decoder else None,
             fan_pct=_fan(calls, gpu),
@@ -137,6 +136,18 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
         values.update(_slow_values(calls, gpu, now, fields))
         values["links"] = link_samples(calls, gpu, now, fields)
     return GpuSample(index=gpu.index, timestamp=now, **values)
+
+
+def _pcie_link(calls: NvmlCalls, gpu: NvmlGpu) -> dict[str, int | None]:
+    """The trained PCIe generation and width; not asked where the host link is NVLink-C2C
+    (GH200, GB200: the PCIe queries answer a placeholder Gen1 x1)."""
+    if gpu.info is not None and gpu.info.host_link == "nvlink-c2c":
+        return {"pcie_gen": None, "pcie_width": None}
+    h = gpu.handle
+    return {
+        "pcie_gen": to_int(calls.query(gpu, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h)),
+        "pcie_width": to_int(calls.query(gpu, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h)),
+    }
 
 
 def _field_or_call(

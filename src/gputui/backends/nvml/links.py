@@ -84,6 +84,9 @@ def read_topology(calls: NvmlCalls, gpus: Sequence[NvmlGpu]) -> Topology | None:
                 gpu.mark_lost()
                 continue
             gpu.nvlinks = tuple(link.link for link in found)
+            gpu.links_with_remote = frozenset(
+                link.link for link in found if link.remote_pci_bus_id is not None
+            )
             links.extend(found)
             locality.append(place)
         paths: list[GpuPath] = []
@@ -121,13 +124,17 @@ def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> li
                 (FI_NVLINK_SPEED_COMMON, 0)
             )
             speed = mbps * 8 / 1000 if mbps else None  # MB/s -> Gb/s
+        if state:
+            gpu.links_seen_up.add(link)
         pci = calls.query(gpu, key + "remote_pci", "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
-        remote_bus = optional_text(pci.busId) if pci is not None and pci.busId else None
+        remote_bus = _remote_bus(pci)
         peer = buses.get(canonical_pci_bus_id(remote_bus) or "") if remote_bus else None
         kind = to_int(
             calls.query(gpu, key + "remote_type", "nvmlDeviceGetNvLinkRemoteDeviceType", h, link)
         )
-        if kind is None:
+        if remote_bus is None and not state:
+            remote_type = None  # an inactive link with no remote end: its type means nothing
+        elif kind is None:
             remote_type = "gpu" if peer is not None else None
         else:
             remote_type = NVLINK_REMOTE_TYPES.get(kind)
@@ -148,6 +155,16 @@ def _discover_links(calls: NvmlCalls, gpu: NvmlGpu, buses: dict[str, int]) -> li
             )
         )
     return found
+
+
+def _remote_bus(remote: Any) -> str | None:
+    """The remote end's bus id; None when not answered or all zeros (what an inactive link with
+    nothing at its far end reports)."""
+    bus = optional_text(remote.busId) if remote is not None and remote.busId else None
+    address = pci.parse_pci_bus_id(bus)
+    if address is None or (address.domain, address.bus, address.device) == (0, 0, 0):
+        return None
+    return bus
 
 
 def nvlink_version(value: Any) -> int | None:
@@ -270,6 +287,30 @@ def _error_counters(
     return errors
 
 
+def _judge_state(gpu: NvmlGpu, link: int, active: bool | None) -> tuple[bool | None, bool]:
+    """(up, unused) of a link from NVML's active / inactive answer.
+
+    NVML says "inactive" both for a link that went down and for one that was never connected:
+    all 18 links of an H100 in a one-GPU VM carved out of an HGX board, or on an HGX partition
+    without the NVSwitch fabric, answer inactive with no remote end. An inactive link is down
+    only if it was active earlier while gputui watched, or it has a remote end and the fabric
+    (where the GPU has one) finished its set-up, or the GPU sits in a set-up NVSwitch fabric
+    whose other links trained (every link of such a board is wired); otherwise it is "not in
+    use" (up None)."""
+    if active is None:
+        return None, False
+    if active:
+        gpu.links_seen_up.add(link)
+        return True, False
+    fabric = gpu.info.fabric_state if gpu.info is not None else None
+    expected = (
+        link in gpu.links_seen_up
+        or (link in gpu.links_with_remote and fabric in (None, "not_supported", "completed"))
+        or (fabric == "completed" and bool(gpu.links_seen_up))
+    )
+    return (False, False) if expected else (None, True)
+
+
 def link_samples(
     calls: NvmlCalls,
     gpu: NvmlGpu,
@@ -281,7 +322,8 @@ def link_samples(
     states = link_states(calls, gpu, fields)
     errors_by_link = _error_counters(calls, gpu, fields) if states else {}
     samples = []
-    for link, up in states.items():
+    for link, active in states.items():
+        up, unused = _judge_state(gpu, link, active)
         rates: dict[str, float | None] = {}
         for direction, field_id in (("tx", FI_NVLINK_DATA_TX), ("rx", FI_NVLINK_DATA_RX)):
             # A link that is down counts nothing: None, and the baseline waits for it.
@@ -295,6 +337,7 @@ def link_samples(
             LinkSample(
                 link=link,
                 up=up,
+                unused=unused,
                 rx_bytes_per_s=rates["rx"],
                 tx_bytes_per_s=rates["tx"],
                 replay_errors=errors.get(NVLINK_ERROR_DL_REPLAY),

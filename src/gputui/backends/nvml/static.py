@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui import specs
+from gputui.backends.nvml.attachment import read_attachment
 from gputui.backends.nvml.calls import MigSlice, NvmlCalls, NvmlGpu
 from gputui.backends.nvml.memory import read_memory
 from gputui.backends.nvml.values import (
@@ -100,6 +101,11 @@ def static_info(calls: NvmlCalls, gpu: NvmlGpu) -> GpuInfo:
     if sm_count is None:
         sm_count = _sm_count(calls, gpu, cc, name, compute_capability)
     gpu.migs = open_migs(calls, gpu) if mig_enabled else []
+    attachment = read_attachment(calls, gpu)
+    pcie_max_width = to_int(q("pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth", h))
+    if attachment.host_link == "nvlink-c2c":
+        # No PCIe link of its own: the PCIe queries answer a placeholder Gen1 x1.
+        host_max_gen = gpu_max_gen = pcie_max_width = None
     return GpuInfo(
         index=gpu.index,
         name=name,
@@ -120,7 +126,7 @@ def static_info(calls: NvmlCalls, gpu: NvmlGpu) -> GpuInfo:
         graphics_clock_max_mhz=clocks["graphics"],
         # Without the host-limited call, the GPU's own maximum is the best there is.
         pcie_max_gen=host_max_gen if host_max_gen is not None else gpu_max_gen,
-        pcie_max_width=to_int(q("pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth", h)),
+        pcie_max_width=pcie_max_width,
         pcie_gpu_max_gen=gpu_max_gen,
         temperature_slowdown_c=to_float(thresholds["slowdown"]),
         temperature_shutdown_c=to_float(thresholds["shutdown"]),
@@ -133,6 +139,11 @@ def static_info(calls: NvmlCalls, gpu: NvmlGpu) -> GpuInfo:
         persistence_mode=None if persistence is None else bool(persistence),
         vbios_version=optional_text(q("vbios", "nvmlDeviceGetVbiosVersion", h)),
         serial=optional_text(q("serial", "nvmlDeviceGetSerial", h)),
+        host_link=attachment.host_link,
+        host_link_bandwidth_gbs=attachment.host_link_bandwidth_gbs,
+        virtualization_mode=attachment.virtualization_mode,
+        fabric_state=attachment.fabric_state,
+        fabric_error=attachment.fabric_error,
     )
 
 

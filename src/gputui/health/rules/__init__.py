@@ -19,7 +19,12 @@ from gputui.health.rules.clocks import (
 )
 from gputui.health.rules.context import RuleContext, RuleFn, is_datacenter_gpu
 from gputui.health.rules.events import event_key, rule_gpu_event, rule_xid
-from gputui.health.rules.links import rule_nvlink_down, rule_pcie_link
+from gputui.health.rules.links import (
+    rule_nvlink_down,
+    rule_nvlink_fabric,
+    rule_nvlink_unused,
+    rule_pcie_link,
+)
 from gputui.health.rules.memory import (
     rule_ecc_aggregate,
     rule_ecc_disabled,
@@ -59,11 +64,22 @@ RULES: dict[str, tuple[RuleFn, str]] = {
         "warn: within 5°C of a sensor's limit (GPU/edge, hotspot, memory); fail: at or above it",
     ),
     "pcie_link": (rule_pcie_link, "warn: PCIe link below max gen / width under load"),
-    "nvlink_down": (rule_nvlink_down, "fail: an NVLink / XGMI link is down"),
+    "nvlink_down": (
+        rule_nvlink_down,
+        "fail: an NVLink / XGMI link is down (it was up, or it has a remote end to reach)",
+    ),
+    "nvlink_fabric": (
+        rule_nvlink_fabric,
+        "fail: NVSwitch fabric set-up failed; warn: not finished (no NVLink traffic yet)",
+    ),
     "persistence_mode": (rule_persistence_mode, "warn: persistence mode off (Linux, datacenter)"),
     "other_processes": (
         rule_other_processes,
         "info (fail with --require-idle): other users' processes or memory in use",
+    ),
+    "nvlink_unused": (
+        rule_nvlink_unused,
+        "info: NVLinks inactive since start with no remote end (not wired or not set up)",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
     "idle_memory": (

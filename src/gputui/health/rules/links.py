@@ -57,3 +57,59 @@ def rule_nvlink_down(ctx: RuleContext) -> Iterable[Finding]:
                 s.index,
                 f"link{r.link}",
             )
+
+
+def rule_nvlink_unused(ctx: RuleContext) -> Iterable[Finding]:
+    """Links inactive since gputui started, with no remote end: not wired or not set up (a
+    one-GPU VM carved out of an HGX board, an HGX partition without the fabric). Worth knowing
+    (no GPU-to-GPU NVLink here), not a fault."""
+    for _info, s in ctx.live():
+        unused = [r.link for r in s.links or () if r.unused]
+        if not unused:
+            continue
+        total = len(s.links or ())
+        if len(unused) == total:
+            what = f"NVLink not in use: {total} link{'s' if total != 1 else ''} inactive"
+        else:
+            what = f"{len(unused)} of {total} NVLinks not in use ({_ids(unused)})"
+        yield finding(
+            "nvlink_unused",
+            "info",
+            f"GPU {s.index}: {what} since start, with no remote end",
+            "nothing to do unless this GPU should talk to others over NVLink (then check the "
+            "NVSwitch fabric manager and the VM / partition's NVLink assignment)",
+            s.index,
+        )
+
+
+def rule_nvlink_fabric(ctx: RuleContext) -> Iterable[Finding]:
+    """The NVSwitch fabric's set-up of a GPU: failed (fail), or not finished (warn: NVLink
+    GPU-to-GPU traffic is unavailable until it is)."""
+    for info, s in ctx.live():
+        if info is None or info.fabric_state is None:
+            continue
+        hint = (
+            "check the fabric manager (systemctl status nvidia-fabricmanager, its log) and "
+            "nvidia-smi -q (Fabric section); restart it or reset the GPUs"
+        )
+        if info.fabric_state == "completed" and info.fabric_error:
+            yield finding(
+                "nvlink_fabric",
+                "fail",
+                f"GPU {s.index}: NVLink fabric set-up failed: {info.fabric_error}",
+                hint,
+                s.index,
+            )
+        elif info.fabric_state in ("not_started", "in_progress") and s.links:
+            state = info.fabric_state.replace("_", " ")
+            yield finding(
+                "nvlink_fabric",
+                "warn",
+                f"GPU {s.index}: NVLink fabric set-up {state}: no NVLink traffic until it ends",
+                hint,
+                s.index,
+            )
+
+
+def _ids(links: list[int]) -> str:
+    return "link" + ("s " if len(links) > 1 else " ") + ", ".join(map(str, links))

@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from gputui import topology as topo
-from gputui.format import NA, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
+from gputui.format import NA, fmt_c2c, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, NodeInfo, Snapshot, Topology
 from gputui.tui.widgets.footer import KeyFooter
@@ -135,7 +135,9 @@ def p2p_pieces(topology: Topology, gpu: int, peers: Sequence[int]) -> list[tuple
 
 def pcie_pieces(sample: GpuSample | None, info: GpuInfo | None) -> list[tuple[str, str]]:
     """``5×16 / 5×16``; a link trained below its maximum is highlighted (dim when the GPU idles:
-    idle GPUs lower their generation to save power)."""
+    idle GPUs lower their generation to save power). NVLink-C2C host links show as such."""
+    if info is not None and (c2c := fmt_c2c(info.host_link, info.host_link_bandwidth_gbs)):
+        return [(c2c, VALUE)]
     max_gen = info.pcie_max_gen if info is not None else None
     max_width = info.pcie_max_width if info is not None else None
     max_text = fmt_pcie(max_gen, max_width)
@@ -448,7 +450,9 @@ class TopologyScreen(Screen[None]):
         out: list[tuple[str, str]] = []
         up = sum(1 for r in rows if r.up)
         down = sum(1 for r in rows if r.up is False)
-        if not any(r.up is not None for r in rows):
+        if rows and all(r.unused for r in rows):
+            out.append((f"{f'{total} unused':<13}", DIM))
+        elif not any(r.up is not None for r in rows):
             out.append((f"{f'{total} links':<13}", LABEL))
         elif down:
             first = f"{up}/{total} "
@@ -540,7 +544,9 @@ class TopologyScreen(Screen[None]):
 
     def _link_line(self, row: topo.LinkRow, peak: float) -> Line:
         b = LineBuilder().add(f"{row.gpu_index:<4}", TITLE).add(f"{row.link:>4}  ", LABEL)
-        if row.up is None:
+        if row.unused:
+            b.add(f"{'unused':<6}", DIM)
+        elif row.up is None:
             b.add(f"{NA:<6}", DIM)
         elif row.up:
             b.add(f"{'up':<6}", OK)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gputui.format import (
     NA,
     fmt_bytes_pair,
+    fmt_c2c,
     fmt_pcie,
     fmt_pct,
     fmt_temp,
@@ -86,7 +87,11 @@ def memory_class(frac: float | None) -> str:
 
 def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
     """Current link, and the maximum when trained below it (highlighted only under load: idle
-    GPUs lower their link generation to save power, which is normal)."""
+    GPUs lower their link generation to save power, which is normal). A GPU whose host link is
+    NVLink-C2C shows that instead (its PCIe figures are placeholders)."""
+    c2c = fmt_c2c(info.host_link, info.host_link_bandwidth_gbs)
+    if c2c is not None:
+        return [(c2c, VALUE)]
     current = fmt_pcie(sample.pcie_gen, sample.pcie_width)
     if current == NA:
         return [(NA, DIM)]
