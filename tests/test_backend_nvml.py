@@ -389,10 +389,13 @@ def test_a_gpu_without_permission_at_open_is_reported_not_fatal() -> None:
         FakeGpu(errors={"nvmlDeviceGetHandleByIndex": pynvml.NVMLError_NoPermission}),
         FakeGpu(),
     ]
-    backend, _ = open_backend(gpus)
-    first, second = backend.read_gpus(1.0, slow=False)
-    assert first.lost and "no permission" in (first.error or "")
-    assert not second.lost and second.power_w == 350.0
+    fake = make_fake_nvml(gpus)
+    backend = NvmlBackend(fake)
+    node = backend.open()
+    # Not lost: not this user's to open (it is listed as such, and not read).
+    assert node.inaccessible_gpus == (0,)
+    (second,) = backend.read_gpus(1.0, slow=False)
+    assert second.index == 1 and not second.lost and second.power_w == 350.0
 
 
 def test_all_gpus_failing_at_open_is_unavailable() -> None:

@@ -223,3 +223,46 @@ def test_the_real_h100_vm_reads_as_passthrough_over_pcie() -> None:
     assert (info.virtualization_mode, info.host_link) == ("passthrough", "pcie")
     # nvidia-smi on that VM: NVLink "Not Supported" on link 0, so no links are listed at all.
     assert calls["mig_mode"]["value"][0] == 0
+
+
+# -- GPUs this user may not open ------------------------------------------------------------------
+
+
+def four_gpus_two_denied() -> list[FakeGpu]:
+    return [FakeGpu(no_permission=i in (1, 2)) for i in range(4)]
+
+
+def test_a_gpu_the_user_may_not_open_is_not_lost() -> None:
+    code, doc = check_json(make_fake_nvml(four_gpus_two_denied()))
+    assert findings_of(doc, "gpu_lost") == []  # was "GPU 1 is lost (fell off the bus)"
+    assert doc["checked_gpus"] == [0, 3]
+    assert any("GPUs 1, 2: not accessible to this user" in n for n in doc["not_checked"])
+    assert (doc["verdict"], code) == ("healthy", 0)
+
+
+def test_inaccessible_gpus_do_not_count_as_present_or_missing() -> None:
+    fake = make_fake_nvml(four_gpus_two_denied())
+    code, doc = check_json(fake, expect_gpus=2)
+    assert findings_of(doc, "gpu_count") == [] and code == 0
+    code, doc = check_json(make_fake_nvml(four_gpus_two_denied()), expect_gpus=4)
+    (count,) = findings_of(doc, "gpu_count")
+    assert "2 GPU(s) visible, 4 expected" in count["message"] and code == 2
+
+
+def test_inaccessible_gpus_are_named_in_the_snapshot() -> None:
+    backend = NvmlBackend(make_fake_nvml(four_gpus_two_denied()))
+    node = backend.open()
+    try:
+        assert [g.index for g in node.gpus] == [0, 3]
+        assert node.inaccessible_gpus == (1, 2)
+        assert [s.index for s in backend.read_gpus(1.0, slow=True)] == [0, 3]
+    finally:
+        backend.close()
+
+
+def test_no_accessible_gpu_at_all_says_so() -> None:
+    from gputui.backends.base import BackendUnavailable
+
+    backend = NvmlBackend(make_fake_nvml([FakeGpu(no_permission=True) for _ in range(2)]))
+    with pytest.raises(BackendUnavailable, match="no permission to open any of the 2"):
+        backend.open()

@@ -426,6 +426,10 @@ class NodeInfo:
     """None when the backend did not (or could not) discover the wiring."""
     simulated: bool = False
     """A simulated node (``--demo``): there is no real GPU to act on (probe, reset)."""
+    inaccessible_gpus: tuple[int, ...] = ()
+    """Indices of GPUs the driver counts but this user may not open (NVML answers
+    NO_PERMISSION: a container or cgroup denies their device nodes). Not in ``gpus``: not read,
+    not judged, not lost."""
 
     def gpu(self, index: int) -> GpuInfo | None:
         for info in self.gpus:

@@ -131,6 +131,9 @@ def _node_line(snapshot: Snapshot) -> str:
     if node.runtime_version:
         parts.append(f"{runtime} {sanitize(node.runtime_version)}")
     parts.append(f"{len(snapshot.gpus)} GPU{'s' if len(snapshot.gpus) != 1 else ''}")
+    if node.inaccessible_gpus:
+        hidden = ",".join(str(i) for i in node.inaccessible_gpus)
+        parts.append(f"GPU {hidden} not accessible to this user")
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
     return " · ".join(parts)
 

@@ -290,6 +290,10 @@ class FakeGpu:
     fail_after: int | None = None  # ... once this many calls have succeeded (None: at once)
     hang: threading.Event | None = None  # while set-able and not set, every call on it blocks
     hang_after: int | None = None  # ... once this many calls have succeeded (None: at once)
+    # nvml.h (nvmlDeviceGetCount_v2): "returns count of all devices in the system even if
+    # nvmlDeviceGetHandleByIndex_v2 returns NVML_ERROR_NO_PERMISSION for such device" -- a
+    # container or cgroup that denies the GPU's /dev/nvidiaN does this.
+    no_permission: bool = False
     index: int = -1  # set by FakeNvml
     call_count: int = 0  # calls that touched this GPU (its handles and MIG handles)
 
@@ -504,6 +508,8 @@ class FakeNvml:
         if not 0 <= index < len(self.gpus):
             raise NVMLError_InvalidArgument()
         self.gpu_calls[(index, "nvmlDeviceGetHandleByIndex")] += 1
+        if self.gpus[index].no_permission:
+            raise NVMLError_NoPermission()
         self.gpus[index].check("nvmlDeviceGetHandleByIndex")
         return FakeHandle(index)
 

@@ -22,7 +22,7 @@ from gputui.format import fmt_bytes_pair, fmt_pct
 from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
 from gputui.health.rules import RULES
 from gputui.mig import describe_processes, finding_instances, mig_profile, mig_views
-from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, Snapshot
+from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, NodeInfo, Snapshot
 from gputui.selection import Selection
 
 CHECK_RULES: dict[str, str] = {
@@ -262,7 +262,7 @@ def evaluate(
         selection_source=selection.source,
         findings=tuple(findings),
         gpus=tuple(statuses),
-        not_checked=tuple(not_checked),
+        not_checked=(*not_checked, *_inaccessible(node)),
         notes=selection.notes,
         duration_s=duration_s,
         strict=strict,
@@ -271,6 +271,19 @@ def evaluate(
         finding_mig=tuple(
             (f.key, instances) for f in findings if (instances := _finding_mig(f, snapshot))
         ),
+    )
+
+
+def _inaccessible(node: NodeInfo) -> tuple[str, ...]:
+    """GPUs the driver counts but this user may not open: not checked, and not a fault."""
+    if not node.inaccessible_gpus:
+        return ()
+    ids = ", ".join(str(i) for i in node.inaccessible_gpus)
+    many = len(node.inaccessible_gpus) > 1
+    return (
+        f"GPU{'s' if many else ''} {ids}: not accessible to this user (the driver lists "
+        f"{'them' if many else 'it'} but denies opening {'them' if many else 'it'}: a container "
+        "or cgroup without its device node)",
     )
 
 

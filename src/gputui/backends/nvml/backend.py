@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
-from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu, init_reason
+from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu, error_classes, init_reason
 from gputui.backends.nvml.device import read_sample
 from gputui.backends.nvml.events import EventWatcher, start_event_watcher
 from gputui.backends.nvml.links import read_topology
@@ -92,7 +92,16 @@ class NvmlBackend(Backend):
         count = int(calls.nvml.nvmlDeviceGetCount())
         if count <= 0:
             raise BackendUnavailable("no NVIDIA GPU found")
-        self._gpus = [self._open_gpu(calls, i) for i in range(count)]
+        opened = [self._open_gpu(calls, i) for i in range(count)]
+        # nvml.h: the count includes GPUs whose handle lookup answers NO_PERMISSION (a
+        # container or cgroup that denies their device nodes): not ours to read, not lost.
+        self._gpus = [gpu for gpu in opened if not gpu.denied]
+        denied = tuple(gpu.index for gpu in opened if gpu.denied)
+        if not self._gpus:
+            raise BackendUnavailable(
+                f"no permission to open any of the {count} NVIDIA GPU(s) (their device nodes "
+                "are not accessible to this user or container)"
+            )
         if all(gpu.lost for gpu in self._gpus):
             raise BackendUnavailable(self._gpus[0].error or "no usable NVIDIA GPU")
         cuda = to_int(calls.system("nvmlSystemGetCudaDriverVersion"))
@@ -106,6 +115,7 @@ class NvmlBackend(Backend):
             runtime_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
             library_version=optional_text(calls.system("nvmlSystemGetNVMLVersion")),
             topology=topology,
+            inaccessible_gpus=denied,
         )
 
     @property
@@ -122,9 +132,19 @@ class NvmlBackend(Backend):
         nvml = calls.nvml
         gpu = NvmlGpu(index=index)
         lost: tuple[type[BaseException], ...] = (GpuLost, *calls.lost_errors)
+        denied = error_classes(nvml, "NVMLError_NoPermission")
         try:
             gpu.handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            gpu.info = static_info(calls, gpu)
+        except denied:
+            gpu.denied = True
+            return gpu
+        except lost:
+            gpu.mark_lost()
+        except nvml.NVMLError as exc:
+            gpu.mark_lost(f"cannot open GPU {index}: {init_reason(nvml, exc)}")
+        try:
+            if gpu.handle is not None:
+                gpu.info = static_info(calls, gpu)
         except lost:
             gpu.mark_lost()
         except nvml.NVMLError as exc:

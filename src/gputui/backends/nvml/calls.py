@@ -61,6 +61,7 @@ class NvmlGpu:
     info: GpuInfo | None = None
     lost: bool = False
     error: str | None = None
+    denied: bool = False  # the handle lookup answered NO_PERMISSION: not this user's to read
     migs: list[MigSlice] = field(default_factory=list)
     rates: CounterRates[str] = field(default_factory=CounterRates)
     util_seen_us: dict[str, int] = field(default_factory=dict)
