@@ -7,9 +7,13 @@ import subprocess
 import sys
 
 import psutil
+import pytest
+from tests.test_pidns import OTHER_NS_INODE, fake_proc, stat_line
 
 from gputui.host import ProcessEnricher, container_id_of, read_host
 from gputui.model import ProcessSample
+from gputui.pidns import PROC_PID_INIT_INO, detect_pid_namespace
+from gputui.procstat import PF_KTHREAD
 
 
 def test_read_host_reports_this_machine() -> None:
@@ -22,7 +26,7 @@ def test_read_host_reports_this_machine() -> None:
 
 
 def test_enrich_fills_host_fields_and_keeps_gpu_fields() -> None:
-    enricher = ProcessEnricher()
+    enricher = ProcessEnricher(host_pids=True)  # this test's own PID, in this namespace
     row = ProcessSample(pid=os.getpid(), gpu_index=3, gpu_memory_bytes=5, sm_pct=40.0)
     (first,) = enricher.enrich([row])
     assert first.gpu_index == 3 and first.gpu_memory_bytes == 5 and first.sm_pct == 40.0
@@ -37,7 +41,7 @@ def test_enrich_fills_host_fields_and_keeps_gpu_fields() -> None:
 def test_vanished_pid_keeps_gpu_facts_without_error() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    enricher = ProcessEnricher()
+    enricher = ProcessEnricher(host_pids=True)
     (row,) = enricher.enrich([ProcessSample(pid=child.pid, gpu_index=0, gpu_memory_bytes=9)])
     assert row.gpu_memory_bytes == 9
     assert row.command is None and row.host_rss_bytes is None
@@ -126,3 +130,47 @@ def test_container_id_of_takes_its_proc_root(tmp_path) -> None:
     (tmp_path / "77" / "cgroup").write_text(f"0::/kubepods/besteffort/pod{'1' * 32}/{cid}\n")
     assert container_id_of(77, str(tmp_path)) == cid
     assert container_id_of(78, str(tmp_path)) is None
+
+
+# -- host PIDs in a container; kernel threads --------------------------------------------------
+
+
+def test_in_a_container_host_pids_are_shown_as_they_are(tmp_path) -> None:
+    """A container that mounts its own /proc (NSpid lists one entry; the ns link is not the
+    initial namespace's). The driver's PID collides with a process here (this test's own): no
+    name, user, command, CPU, RSS or cgroup from it; a PID missing here is not 'exited'."""
+    root = fake_proc(tmp_path / "proc", ns_inode=OTHER_NS_INODE, nspid="1")
+    reader = attributing_enricher(tmp_path, JOB_CGROUP).attribution
+    enricher = ProcessEnricher(proc_root=root, attribution=reader)
+    assert enricher.pid_namespace == "container"
+    colliding = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
+    gone = ProcessSample(pid=_dead_pid(), gpu_index=1, gpu_memory_bytes=6)
+    for _ in range(2):  # the second reading would measure CPU %
+        assert enricher.enrich([colliding, gone]) == [colliding, gone]
+    assert reader.files_read == 0
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_on_the_host_kernel_threads_are_marked(tmp_path) -> None:
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO)
+    (tmp_path / "proc" / str(os.getpid())).mkdir()
+    stat = tmp_path / "proc" / str(os.getpid()) / "stat"
+    stat.write_text(stat_line(os.getpid(), "kworker/0:2", ppid=2, flags=PF_KTHREAD | 0x40))
+    row = ProcessSample(pid=os.getpid(), gpu_index=0)
+    (out,) = ProcessEnricher(proc_root=root).enrich([row])
+    assert out.kernel_thread and out.name == psutil.Process().name()
+    stat.write_text(stat_line(os.getpid()))
+    (out,) = ProcessEnricher(proc_root=root).enrich([row])
+    assert not out.kernel_thread
+
+
+def test_kthreadd_is_marked_for_real() -> None:
+    if detect_pid_namespace() != "host" or not psutil.pid_exists(2):
+        pytest.skip("no kthreadd in this PID namespace")
+    (out,) = ProcessEnricher().enrich([ProcessSample(pid=2, gpu_index=0)])
+    assert out.kernel_thread and out.name == "kthreadd" and out.command is None

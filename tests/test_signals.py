@@ -12,14 +12,39 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from tests.test_pidns import OTHER_NS_INODE, fake_proc, stat_line
 
 from gputui import signals
 from gputui.backends.base import Backend
 from gputui.model import NodeInfo
+from gputui.pidns import PROC_PID_INIT_INO
+from gputui.procstat import PF_KTHREAD, is_kernel_thread
 from gputui.sampler import Sampler
-from gputui.signals import IdentityUnknown, ProcessChanged, ProcessRef, send_signal
+from gputui.signals import (
+    IdentityUnknown,
+    OtherPidNamespace,
+    ProcessChanged,
+    ProcessRef,
+    ProtectedProcess,
+    SignalRefused,
+    check_target,
+    send_signal,
+)
 
 HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+
+
+@pytest.fixture(autouse=True)
+def own_children_as_on_a_host(monkeypatch) -> None:
+    """The children these tests signal are this PID namespace's own (not PIDs from a driver), so
+    the real /proc counts as the host's even when the tests run in a container; the refusal
+    outside the host's namespace is tested on fake /proc roots."""
+    real = signals.detect_pid_namespace
+
+    def detect(proc_root: str = "/proc") -> str:
+        return "host" if proc_root == "/proc" else real(proc_root)
+
+    monkeypatch.setattr(signals, "detect_pid_namespace", detect)
 
 
 class LiveBackend(Backend):
@@ -159,3 +184,106 @@ def test_process_ref_is_the_pid() -> None:
     ref = ProcessRef(1234, 5.0)
     assert ref == 1234 and hash(ref) == hash(1234) and {1234: "x"}[ref] == "x"
     assert f"{ref}" == str(ref) == "1234" and ref.start_time == 5.0
+
+
+# -- never PID 1, PID 2 or a kernel thread; nothing outside the host's PID namespace -------------
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[int, int]]:
+    """Signals that would have been sent (pidfd or os.kill): recorded, never delivered. Signal 0
+    (a liveness probe psutil makes) still goes through."""
+    out: list[tuple[int, int]] = []
+    real_kill = os.kill
+
+    def kill(pid: int, sig: int) -> None:
+        if sig == 0:
+            real_kill(pid, 0)
+        else:
+            out.append((pid, sig))
+
+    def pidfd_send_signal(fd: int, sig: int, *args: object) -> None:
+        out.append((fd, sig))
+
+    monkeypatch.setattr(signals.os, "kill", kill)
+    if HAS_PIDFD:
+        monkeypatch.setattr(signals.signal, "pidfd_send_signal", pidfd_send_signal)
+    return out
+
+
+@pytest.mark.parametrize("pid", [1, 2])
+def test_pid_1_and_pid_2_are_never_signalled(sent, pid: int) -> None:
+    """The real PID 1 (and kthreadd where this namespace has one), with their real start times:
+    refused by the backend, by PID or by ProcessRef, and nothing leaves."""
+    if not psutil.pid_exists(pid):
+        pytest.skip(f"no PID {pid} in this PID namespace")
+    started = psutil.Process(pid).create_time()
+    with pytest.raises(ProtectedProcess, match=f"PID {pid} is"):
+        LiveBackend().signal_process(ProcessRef(pid, started), signal.SIGCONT)
+    with pytest.raises(ProtectedProcess):
+        LiveBackend().signal_process(pid, signal.SIGCONT)
+    with pytest.raises(ProtectedProcess):
+        send_signal(pid, signal.SIGCONT, start_time=started)
+    assert sent == []
+
+
+def _a_kernel_thread() -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) > 2 and is_kernel_thread(int(entry)):
+            return int(entry)
+    return None
+
+
+def test_a_real_kernel_thread_is_never_signalled(sent) -> None:
+    pid = _a_kernel_thread()
+    if pid is None:
+        pytest.skip("no kernel thread visible in this PID namespace")
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        pytest.skip("the kernel thread ended")
+    with pytest.raises(ProtectedProcess, match="kernel thread"):
+        LiveBackend().signal_process(ProcessRef(pid, started), signal.SIGCONT)
+    assert sent == []
+
+
+class FakeProcBackend(LiveBackend):
+    def __init__(self, proc_root: str) -> None:
+        self.proc_root = proc_root
+
+
+def test_a_pid_that_proc_shows_as_a_kernel_thread_is_refused(tmp_path, children) -> None:
+    """A live child stands in for the PID; the fake /proc says its flags carry PF_KTHREAD (as a
+    garbled driver record naming a kernel thread would meet)."""
+    child, started = spawn(children)
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO)
+    stat = tmp_path / "proc" / str(child.pid)
+    stat.mkdir()
+    (stat / "stat").write_text(stat_line(child.pid, "kworker/3:0", ppid=2, flags=PF_KTHREAD))
+    with pytest.raises(ProtectedProcess, match="kernel thread"):
+        FakeProcBackend(root).signal_process(ProcessRef(child.pid, started), signal.SIGTERM)
+    with pytest.raises(ProtectedProcess):
+        FakeProcBackend(root).signal_process(child.pid, signal.SIGTERM)
+    assert still_running(child)
+    (stat / "stat").write_text(stat_line(child.pid, "python", ppid=os.getpid()))
+    check_target(child.pid, root)  # an ordinary process: nothing in the way
+    for pid in (1, 2):  # by number, whatever /proc says
+        with pytest.raises(ProtectedProcess):
+            check_target(pid, root)
+
+
+@pytest.mark.parametrize(
+    "proc",
+    [{"ns_inode": OTHER_NS_INODE, "nspid": "1"}, {"nspid": "4242"}],
+    ids=["container", "unknown"],
+)
+def test_outside_the_host_pid_namespace_nothing_is_signalled(tmp_path, children, proc) -> None:
+    """In a container the driver's PIDs are host PIDs: the same number here (this live child)
+    may be another process. Refused even with a matching start time, and by plain PID."""
+    child, started = spawn(children)
+    backend = FakeProcBackend(fake_proc(tmp_path / "proc", **proc))
+    with pytest.raises(OtherPidNamespace, match="host PID"):
+        Sampler(backend).signal_process(ProcessRef(child.pid, started), signal.SIGTERM)
+    with pytest.raises(SignalRefused):
+        backend.signal_process(child.pid, signal.SIGTERM)
+    assert still_running(child)

@@ -13,7 +13,7 @@ from tests.test_health import GIB, info, proc, run, sample, snap
 
 from gputui import cli
 from gputui.health import HealthConfig, HealthMonitor
-from gputui.host import ProcessEnricher, in_host_pid_namespace
+from gputui.host import ProcessEnricher
 from gputui.model import Finding, GpuEvent, LinkSample, ProcessSample
 from gputui.tui.widgets.gpu_pieces import fit_faults, gpu_faults
 from gputui.tui.widgets.line_widget import line_width
@@ -73,13 +73,7 @@ def test_exited_processes_are_not_other_users() -> None:
     assert f.severity == "fail"
 
 
-@pytest.mark.parametrize(
-    ("nspid", "host"), [("NSpid:\t4242\n", True), ("NSpid:\t4242\t17\n", False), ("", True)]
-)
-def test_pid_namespace_from_nspid(tmp_path, nspid: str, host: bool) -> None:
-    status = tmp_path / "status"
-    status.write_text(f"Name:\tpython\n{nspid}Uid:\t0\n")
-    assert in_host_pid_namespace(str(status)) is host
+# The PID namespace itself: tests/test_pidns.py.
 
 
 # -- PCIe against the host-limited maximum -----------------------------------------------------

@@ -6,6 +6,10 @@ psutil.Process objects are cached per PID because CPU % is measured between two 
 object; a PID that has vanished simply keeps its GPU-side facts and gets None for the host ones.
 The attribution is read once per process (a PID's cgroup does not change) and kept with it; Slurm
 job names come from a background lookup (:mod:`gputui.slurmjobs`) and fill in when it answers.
+
+The driver reports host PIDs (NVIDIA/nvidia-docker issue #1483). Where gputui does not run in the
+host's PID namespace (:mod:`gputui.pidns`), the same number in the local ``/proc`` is nothing or
+another process: rows are then left as the backend gave them, nothing looked up.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from typing import TypeVar
 
 import psutil
 
-from gputui.attribution import NOTHING, Attribution, AttributionReader, parse_cgroup
-from gputui.model import HostSample, ProcessSample
+from gputui.attribution import Attribution, AttributionReader, parse_cgroup
+from gputui.model import HostSample, PidNamespace, ProcessSample
+from gputui.pidns import detect_pid_namespace
+from gputui.procstat import is_kernel_thread
 from gputui.slurmjobs import SlurmJobs
 
 T = TypeVar("T")
@@ -66,45 +72,45 @@ class _Known:
     command: str | None
     start_time: float | None
     attribution: Attribution
-
-
-def in_host_pid_namespace(status_path: str = "/proc/self/status") -> bool:
-    """Whether this process sees the host's PIDs (the ones the GPU driver reports). In a nested
-    PID namespace (most containers) ``NSpid`` lists one PID per level."""
-    try:
-        with open(status_path, encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return len(line.split()) <= 2
-    except OSError:
-        pass
-    return True
+    kernel_thread: bool
 
 
 class ProcessEnricher:
     """Fills the host-side fields of GPU process rows, caching what never changes per PID.
 
     A PID the driver listed but that no longer exists on the host is marked ``exited`` (it ended
-    between the driver's listing and this lookup). In a container that cannot see the host's PIDs
-    a missing PID proves nothing, so it is left unmarked."""
+    between the driver's listing and this lookup). Outside the host's PID namespace nothing is
+    looked up, so nothing is marked either: a missing PID proves nothing there."""
 
     def __init__(
         self,
         *,
         host_pids: bool | None = None,
+        proc_root: str = "/proc",
         attribution: AttributionReader | None = None,
         slurm: SlurmJobs | None = None,
     ) -> None:
-        """``attribution`` reads cgroups and engine state (default: this machine's roots);
-        ``slurm`` looks up job names (default: ``scontrol`` where it is installed)."""
+        """``host_pids``: whether gputui sees the host's PIDs (default: told from ``proc_root``,
+        see :mod:`gputui.pidns`); ``attribution`` reads cgroups and engine state (default: this
+        machine's roots); ``slurm`` looks up job names (default: ``scontrol`` where it is
+        installed)."""
         self._known: dict[int, _Known] = {}
-        self._host_pids = in_host_pid_namespace() if host_pids is None else host_pids
+        self.proc_root = proc_root
+        self.pid_namespace: PidNamespace = (
+            detect_pid_namespace(proc_root)
+            if host_pids is None
+            else ("host" if host_pids else "container")
+        )
+        """Where gputui runs (the sampler puts it on the node, so every view can say so)."""
+        self._host_pids = self.pid_namespace == "host"
         self._gone: set[int] = set()
         self.attribution = attribution if attribution is not None else AttributionReader()
         self.slurm = slurm if slurm is not None else SlurmJobs()
 
     def enrich(self, processes: Iterable[ProcessSample]) -> list[ProcessSample]:
         rows = list(processes)
+        if not self._host_pids:  # host PIDs: here they name nothing, or other processes
+            return rows
         self._gone = set()
         alive: set[int] = set()
         cpu_by_pid: dict[int, tuple[float | None, int | None]] = {}
@@ -131,7 +137,7 @@ class ProcessEnricher:
         for row in rows:
             known = self._known.get(row.pid)
             if known is None:
-                gone = row.pid in self._gone and self._host_pids
+                gone = row.pid in self._gone
                 enriched.append(dataclasses.replace(row, exited=True) if gone else row)
                 continue
             cpu_pct, rss_bytes = cpu_by_pid[row.pid]
@@ -147,6 +153,7 @@ class ProcessEnricher:
                     cpu_pct=cpu_pct if row.cpu_pct is None else row.cpu_pct,
                     host_rss_bytes=rss_bytes if row.host_rss_bytes is None else row.host_rss_bytes,
                     start_time=row.start_time or known.start_time,
+                    kernel_thread=row.kernel_thread or known.kernel_thread,
                     container_id=row.container_id or found.container_id,
                     container_runtime=row.container_runtime or found.container_runtime,
                     container_name=row.container_name or found.container_name,
@@ -191,8 +198,8 @@ class ProcessEnricher:
         except psutil.AccessDenied:
             return None
         command = " ".join(cmdline) if cmdline else None
-        attribution = self.attribution.read(pid) if self._host_pids else NOTHING
-        known = _Known(process, user, name, command, start, attribution)
+        kthread = bool(is_kernel_thread(pid, self.proc_root))
+        known = _Known(process, user, name, command, start, self.attribution.read(pid), kthread)
         self._known[pid] = known
         return known
 

@@ -19,6 +19,7 @@ SCHEMA_VERSION = 1
 Vendor = Literal["nvidia", "amd"]
 ProcessType = Literal["compute", "graphics", "compute+graphics"]
 Severity = Literal["ok", "info", "warn", "fail"]
+PidNamespace = Literal["host", "container", "unknown"]
 SEVERITY_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
 """Severities from harmless to failing; compare with ``SEVERITY_ORDER[a] > SEVERITY_ORDER[b]``."""
 
@@ -333,6 +334,9 @@ class ProcessSample:
     exited: bool = False
     """The process had exited by the time its host facts were read (it was listed by the driver
     a moment earlier): not somebody else's job, and soon gone."""
+    kernel_thread: bool = False
+    """The PID names a kernel thread (a garbled driver record can): never offered a signal
+    (see :mod:`gputui.procstat`)."""
     # Who the process works for, from its cgroup (``/proc/PID/cgroup``) and, where readable, the
     # container engine's and kubelet's own state (see :mod:`gputui.attribution`).
     container_runtime: str | None = None
@@ -430,6 +434,11 @@ class NodeInfo:
     """Indices of GPUs the driver counts but this user may not open (NVML answers
     NO_PERMISSION: a container or cgroup denies their device nodes). Not in ``gpus``: not read,
     not judged, not lost."""
+    pid_namespace: PidNamespace | None = None
+    """Where gputui ran: ``host`` (the PIDs the driver reports name processes here), ``container``
+    (another PID namespace: they are host PIDs, not looked up and never signalled) or ``unknown``
+    (treated like ``container``); None where the backend reports its own processes (a simulated
+    node) or the recording is older (see :mod:`gputui.pidns`)."""
 
     def gpu(self, index: int) -> GpuInfo | None:
         for info in self.gpus:
@@ -564,6 +573,7 @@ __all__ = [
     "MigDeviceInfo",
     "MigSample",
     "NodeInfo",
+    "PidNamespace",
     "ProcessSample",
     "ProcessType",
     "Severity",

@@ -50,6 +50,7 @@ from gputui.model import (
     Snapshot,
     describe_throttle,
 )
+from gputui.pidns import namespace_note
 from gputui.usage import fmt_energy, fmt_money
 from gputui.workload import COLUMN_TITLE as WORKLOAD_COLUMN
 from gputui.workload import has_workloads, workload_label
@@ -78,6 +79,9 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     if snapshot.usage is not None and snapshot.usage.gpus:
         lines += ["", *render_usage(snapshot)]
     lines.append("")
+    note = namespace_note(snapshot.node.pid_namespace)  # why no user or command, once
+    if note is not None:
+        lines.append(note)
     if snapshot.processes:
         instances = instances_by_uuid(snapshot)
         workloads = has_workloads(snapshot.processes)

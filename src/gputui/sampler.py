@@ -158,10 +158,12 @@ class Sampler:
         self.clock = clock
         self.history = history if history is not None else History()
         self.health = health
-        self.node: NodeInfo | None = node
+        self._enricher = (
+            ProcessEnricher(proc_root=backend.proc_root) if backend.enrich_processes else None
+        )
+        self.node: NodeInfo | None = None if node is None else self._with_namespace(node)
         self.latest: Snapshot | None = None
         self._deadline = deadline
-        self._enricher = ProcessEnricher() if backend.enrich_processes else None
         self.usage = UsageMeter()
         """Energy and idle accounting; its ``gpu_hour_price`` (``--gpu-hour-price``) prices the
         idle GPUs on each snapshot's ``usage``."""
@@ -191,8 +193,15 @@ class Sampler:
     def open(self) -> NodeInfo:
         """Open the backend (static tier). Raises BackendUnavailable."""
         with self._backend_lock:
-            self.node = self.backend.open()
+            self.node = self._with_namespace(self.backend.open())
         return self.node
+
+    def _with_namespace(self, node: NodeInfo) -> NodeInfo:
+        """The node with the PID namespace gputui runs in, where gputui looks its processes up
+        (views then say when the PIDs are host PIDs it cannot look up or signal)."""
+        if self._enricher is None:
+            return node
+        return dataclasses.replace(node, pid_namespace=self._enricher.pid_namespace)
 
     def poll(self, *, deadline: float | None = None) -> Snapshot:
         """Take one reading now (fast tier, plus the slow tier when it is due).

@@ -32,6 +32,10 @@ class Backend(abc.ABC):
     #: from psutil. The simulated backend invents its own processes, so it says False.
     enrich_processes: bool = True
 
+    #: Where this host's ``/proc`` is: read for the host-side process fields, the PID namespace
+    #: gputui runs in (:mod:`gputui.pidns`) and what may be signalled. Tests point it at a fake.
+    proc_root: str = "/proc"
+
     #: The GPU index being read right now (None between reads, or when a backend does not say):
     #: when a driver call hangs, the sampler names this GPU in its "not responding" finding.
     reading_gpu: int | None = None
@@ -94,15 +98,18 @@ class Backend(abc.ABC):
     def signal_process(self, pid: int, sig: signal.Signals) -> None:
         """Send ``sig`` to ``pid``. Raises ProcessLookupError / PermissionError like os.kill.
 
-        When ``pid`` is a :class:`gputui.signals.ProcessRef` (the dashboard passes one), the PID
-        must still name the process that started at its ``start_time``, checked right before
-        sending (through a pidfd where the kernel has them): otherwise
-        :class:`gputui.signals.SignalRefused` is raised and nothing is sent."""
-        from gputui.signals import ProcessRef, send_signal
+        Never to PID 1, PID 2 or a kernel thread, and nothing at all where gputui does not run in
+        the host's PID namespace (the driver's PIDs are host PIDs): those raise
+        :class:`gputui.signals.SignalRefused` and nothing is sent. When ``pid`` is a
+        :class:`gputui.signals.ProcessRef` (the dashboard passes one), the PID must also still
+        name the process that started at its ``start_time``, checked right before sending
+        (through a pidfd where the kernel has them)."""
+        from gputui.signals import ProcessRef, check_target, send_signal
 
         if isinstance(pid, ProcessRef):
-            send_signal(pid, sig, start_time=pid.start_time)
+            send_signal(pid, sig, start_time=pid.start_time, proc_root=self.proc_root)
         else:
+            check_target(pid, self.proc_root)
             os.kill(pid, sig)
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing

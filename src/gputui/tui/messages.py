@@ -65,6 +65,15 @@ class SignalRequested(Message):
         self.sig = sig
 
 
+class ProcessHighlighted(Message):
+    """The process table's cursor moved to another process (None: the table is empty); the
+    screen offers the keys that fit it (no Signal for PID 1, PID 2 or a kernel thread)."""
+
+    def __init__(self, process: ProcessSample | None) -> None:
+        super().__init__()
+        self.process = process
+
+
 class AcknowledgeFindings(Message):
     """A screen asks the app to acknowledge these findings (by key) in the health monitor."""
 
@@ -75,6 +84,7 @@ class AcknowledgeFindings(Message):
 
 __all__ = [
     "AcknowledgeFindings",
+    "ProcessHighlighted",
     "RecordingFailed",
     "SamplerFailed",
     "SignalRequested",

@@ -9,7 +9,9 @@ from __future__ import annotations
 import getpass
 import os
 
-from gputui.model import ProcessSample
+from gputui.model import PidNamespace, ProcessSample
+from gputui.pidns import host_pids_only, namespace_note
+from gputui.signals import protected_reason
 
 
 def current_username(euid: int | None = None) -> str | None:
@@ -62,4 +64,15 @@ def can_signal(
     )
 
 
-__all__ = ["can_signal", "current_username"]
+def signal_refusal(process: ProcessSample | None, pid_namespace: PidNamespace | None) -> str | None:
+    """Why gputui never signals ``process``, whoever runs it: the PIDs are host PIDs it cannot
+    look up here (``pid_namespace``: the node's), or the row names PID 1, PID 2 or a kernel
+    thread. None when nothing stands in the way (the user's rights aside: :func:`can_signal`)."""
+    if host_pids_only(pid_namespace):
+        return namespace_note(pid_namespace)
+    if process is None:
+        return None
+    return protected_reason(process.pid, process.kernel_thread)
+
+
+__all__ = ["can_signal", "current_username", "signal_refusal"]

@@ -25,7 +25,9 @@ from textual.widgets import Input, Static
 from gputui.health.rollup import gpu_status, node_summary
 from gputui.history import History
 from gputui.model import NodeInfo, ProcessSample, Snapshot
-from gputui.tui.messages import SignalRequested
+from gputui.pidns import namespace_note
+from gputui.tui.messages import ProcessHighlighted, SignalRequested
+from gputui.tui.permissions import signal_refusal
 from gputui.tui.replay import ReplayStatus
 from gputui.tui.widgets.findings_strip import FindingsStrip
 from gputui.tui.widgets.footer import KeyFooter
@@ -105,6 +107,9 @@ class DashboardScreen(Screen[None]):
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("enter", "details", "Details", id="details"),
         Binding("k", "signal", "Signal", id="signal"),
+        # k where no signal is offered (host PIDs in a container, PID 1, PID 2, a kernel thread):
+        # says why, out of the footer and the help.
+        Binding("k", "signal_refused", "Signal", show=False, id="signal.refused"),
         Binding("escape", "clear_filters", "Clear filters", show=False, id="clear"),
     ]
 
@@ -147,6 +152,10 @@ class DashboardScreen(Screen[None]):
             id="filter",
             compact=True,
         )
+        self.pid_note = Static("", id="pid-note", markup=False)
+        """Why the processes show host PIDs only (gputui in a container); hidden otherwise."""
+        self._pid_note_for: NodeInfo | None = None
+        self._signal_offered = True
         self.too_small = Static(TOO_SMALL_TEXT, id="too-small", markup=False)
         self._grid = Container(*self.panels.values(), id="gpus")
 
@@ -157,6 +166,7 @@ class DashboardScreen(Screen[None]):
             yield self._grid
             yield self.host_strip
             yield self.findings_strip
+            yield self.pid_note
             yield self.process_table
             yield self.filter_input
         yield self.too_small
@@ -165,6 +175,7 @@ class DashboardScreen(Screen[None]):
     def on_mount(self) -> None:
         self.filter_input.display = False
         self.findings_strip.display = False
+        self._show_pid_note()
         self._relayout(self.app.size.width, self.app.size.height)
         self.process_table.focus()
 
@@ -236,6 +247,18 @@ class DashboardScreen(Screen[None]):
             if snapshot.processes is not self._shown_processes or not table.is_mounted:
                 table.update_processes(snapshot)
                 self._shown_processes = snapshot.processes if table.is_mounted else None
+            self._show_pid_note()
+            self._offer_signal()
+
+    def _show_pid_note(self) -> None:
+        """The note above the process table while the PIDs are host PIDs gputui cannot look up;
+        it changes only with the node."""
+        if self.node is self._pid_note_for:
+            return
+        self._pid_note_for = self.node
+        note = namespace_note(self.node.pid_namespace)
+        self.pid_note.display = note is not None
+        self.pid_note.update(note or "")
 
     def on_screen_resume(self) -> None:
         pending = self._pending
@@ -323,11 +346,40 @@ class DashboardScreen(Screen[None]):
             screen.update_snapshot(latest)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # In --readonly the signal action is hidden from the footer and disabled.
-        return not (action == "signal" and self.readonly)
+        # In --readonly the signal action is hidden from the footer and disabled; where gputui
+        # never signals the process under the cursor, k only says why.
+        if action == "signal":
+            return not self.readonly and self.why_no_signal() is None
+        if action == "signal_refused":
+            return not self.readonly and self.why_no_signal() is not None
+        return True
+
+    def why_no_signal(self) -> str | None:
+        """Why the process under the cursor is never signalled (None: it may be, the user's
+        rights aside)."""
+        return signal_refusal(self.process_table.selected_process, self.node.pid_namespace)
+
+    def _offer_signal(self) -> None:
+        """Show or hide k in the footer when what the cursor is on changes that."""
+        offered = self.why_no_signal() is None
+        if offered != self._signal_offered:
+            self._signal_offered = offered
+            self.refresh_bindings()
+
+    def on_process_highlighted(self, message: ProcessHighlighted) -> None:
+        message.stop()
+        self._offer_signal()
+
+    def action_signal_refused(self) -> None:
+        reason = self.why_no_signal()
+        if reason is not None:
+            self.app.notify(reason, title="no signal", severity="warning")
 
     def action_signal(self) -> None:
         if self.readonly:
+            return
+        if self.why_no_signal() is not None:  # k is not offered then; any other way here
+            self.action_signal_refused()
             return
         process = self.process_table.selected_process
         if process is None:

@@ -33,6 +33,7 @@ from textual.reactive import var
 from gputui.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.mig import instances_by_uuid, process_gpu_order, process_gpu_text
 from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.tui.messages import ProcessHighlighted
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     DIM,
@@ -273,6 +274,8 @@ class ProcessTable(LineWidget, can_focus=True):
         """The processes shown (filtered), in display order."""
         self._cursor = 0
         self._cursor_key: str | None = None
+        self._highlighted_key: str | None = None
+        """The cursor's key last told to the screen (:class:`ProcessHighlighted`)."""
         self._top = 0
         self._geometry: _Geometry | None = None
         self._geometry_key: tuple[int, bool, bool, bool] = (0, False, False, False)
@@ -470,6 +473,12 @@ class ProcessTable(LineWidget, can_focus=True):
         self._cursor_key = _row_key(self._rows[self._cursor])
         self._keep_cursor_in_view()
         self.rebuild()
+        self._tell_highlighted()
+
+    def _tell_highlighted(self) -> None:
+        if self._cursor_key != self._highlighted_key:
+            self._highlighted_key = self._cursor_key
+            self.post_message(ProcessHighlighted(self.selected_process))
 
     def _scroll_rows(self, top: int) -> None:
         top = max(0, min(top, len(self._rows) - self._page_rows()))
@@ -526,6 +535,7 @@ class ProcessTable(LineWidget, can_focus=True):
         self._cursor_key = _row_key(self._rows[self._cursor]) if self._rows else None
         self._keep_cursor_in_view()
         self.rebuild()
+        self._tell_highlighted()
 
     def _arrow(self, column: str) -> str:
         if column != self._sort_column:
