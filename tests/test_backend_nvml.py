@@ -438,9 +438,12 @@ def test_fast_tier_values_and_units() -> None:
     assert s.temperature_memory_c == 70.0
     assert s.temperature_hotspot_c is None
     assert (s.clock_sm_mhz, s.clock_memory_mhz) == (1755, 2619)
-    assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
+    # The HW thermal bit counts once its duration counter grows (none yet at a first reading).
+    assert s.throttle_reasons == {"sw_power_cap"}
+    gpu.slowdown_ns[270] += 800_000_000
     # What changes slowly is read on the slow tier (the sampler carries it between).
     (s,) = backend.read_gpus(124.0, slow=True)
+    assert s.throttle_reasons == {"sw_power_cap", "hw_thermal"}
     assert s.fan_pct == 40.0
     assert s.clock_graphics_mhz == 1755
     assert s.pstate == 2
@@ -778,11 +781,12 @@ def test_memory_info_v2_falls_back_when_the_binding_has_no_version_keyword() -> 
 
 @pytest.mark.parametrize("how", ["missing", "absent"])
 def test_clocks_event_reasons_fall_back_to_throttle_reasons(how: str) -> None:
-    backend, fake = open_backend(
-        [FakeGpu(throttle_reasons=0x8)], **{how: {"nvmlDeviceGetCurrentClocksEventReasons"}}
-    )
+    gpu = FakeGpu(throttle_reasons=0x8, unsupported_fields={269, 270, 271, 75})
+    backend, fake = open_backend([gpu], **{how: {"nvmlDeviceGetCurrentClocksEventReasons"}})
+    # No duration counters: the bit counts from its second reading in a row.
+    expected = [set(), {"hw_slowdown"}, {"hw_slowdown"}]
     for t in range(3):
-        assert backend.read_gpus(float(t), slow=False)[0].throttle_reasons == {"hw_slowdown"}
+        assert backend.read_gpus(float(t), slow=False)[0].throttle_reasons == expected[t]
     assert fake.calls["nvmlDeviceGetCurrentClocksEventReasons"] == (1 if how == "missing" else 0)
     assert fake.calls["nvmlDeviceGetCurrentClocksThrottleReasons"] == 3
 

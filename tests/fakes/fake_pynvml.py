@@ -239,6 +239,14 @@ class FakeGpu:
     encoder: int = 0
     decoder: int = 0
     throttle_reasons: int = 0
+    # Cumulative slowdown durations in ns, by field id: 269 SW thermal, 270 HW thermal, 271 HW
+    # power brake (nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*), 75 the perf-policy thermal counter.
+    # A test grows them to make a slowdown real; a bit set without growth is the transient NVIDIA
+    # documents for HW slowdown ("may be also reported during PState or clock change"). Drivers
+    # without them: ``unsupported_fields={269, 270, 271, 75}``.
+    slowdown_ns: dict[int, int] = field(
+        default_factory=lambda: {269: 0, 270: 0, 271: 0, 75: 0}
+    )
     ecc_mode: int | None = 1
     # (NVML_MEMORY_ERROR_TYPE_*, NVML_VOLATILE_ECC / NVML_AGGREGATE_ECC) -> count
     ecc_errors: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -1320,6 +1328,8 @@ def gpu_field(gpu: FakeGpu, field_id: int, scope: int = 0) -> tuple[int, Any]:
             _link_total(gpu, "recovery_errors"),
         ),
     }
+    if field_id in gpu.slowdown_ns:
+        return ull, gpu.slowdown_ns[field_id]
     return table.get(field_id, (ull, None))
 
 

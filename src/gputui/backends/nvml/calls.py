@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.backends.common import CounterRates, UnsupportedCalls
+from gputui.backends.nvml.slowdown import SlowdownTracker
 from gputui.model import GpuInfo, MigDeviceInfo
 
 LOST_MESSAGE = "GPU is lost (fell off the bus)"
@@ -65,6 +66,7 @@ class NvmlGpu:
     migs: list[MigSlice] = field(default_factory=list)
     rates: CounterRates[str] = field(default_factory=CounterRates)
     util_seen_us: dict[str, int] = field(default_factory=dict)
+    slowdowns: SlowdownTracker = field(default_factory=SlowdownTracker)
     nvlinks: tuple[int, ...] = ()  # link ids found at open; read again in every slow tier
     # Links with a remote end at discovery, and links seen active while gputui watched: an
     # inactive link is "down" only if it is one of these (see links.link_samples).

@@ -34,6 +34,7 @@ from gputui.backends.nvml.fields import (
     supported,
 )
 from gputui.backends.nvml.links import link_samples
+from gputui.backends.nvml.slowdown import SLOWDOWN_FIELDS
 from gputui.backends.nvml.memory import read_memory
 from gputui.backends.nvml.values import KIB, clock_types, to_bool, to_float, to_int, watts
 from gputui.model import GpuSample, MigSample
@@ -79,7 +80,7 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
     def q(key: str, fn: str, *args: Any) -> Any:
         return calls.query(gpu, key, fn, *args)
 
-    wanted = FAST_FIELDS
+    wanted = FAST_FIELDS + SLOWDOWN_FIELDS
     if slow:
         wanted += SLOW_FIELDS
         if gpu.nvlinks:
@@ -116,7 +117,11 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
         "temperature_memory_c": float(memory_temp) if memory_temp else None,
         "clock_sm_mhz": to_int(q("clock_sm", "nvmlDeviceGetClockInfo", h, kinds["sm"])),
         "clock_memory_mhz": to_int(q("clock_memory", "nvmlDeviceGetClockInfo", h, kinds["memory"])),
-        "throttle_reasons": decode_throttle_reasons(reasons) if reasons is not None else None,
+        "throttle_reasons": (
+            gpu.slowdowns.confirm(decode_throttle_reasons(reasons), fields)
+            if reasons is not None
+            else None
+        ),
         "mig_devices": tuple(_mig_sample(calls, gpu, mig) for mig in gpu.migs),
     }
     if slow:

@@ -57,7 +57,11 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "retired_pages": (rule_retired_pages, "fail: retired pages pending (reset needed)"),
     "row_remap": (rule_row_remap, "fail: row remap failure (RMA); warn: remap pending (reset)"),
     "ecc_disabled": (rule_ecc_disabled, "warn: ECC disabled on an HBM datacenter GPU"),
-    "throttle": (rule_throttle, "fail: HW slowdown / HW thermal / power brake; warn: SW thermal"),
+    "throttle": (
+        rule_throttle,
+        "fail: HW slowdown / HW thermal / power brake; warn: SW thermal (each timed by the "
+        "driver's duration counters, else set on two readings in a row)",
+    ),
     "power_limit": (rule_power_limit, "warn: power limit set below the default"),
     "temperature": (
         rule_temperature,
