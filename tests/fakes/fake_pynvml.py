@@ -244,9 +244,7 @@ class FakeGpu:
     # A test grows them to make a slowdown real; a bit set without growth is the transient NVIDIA
     # documents for HW slowdown ("may be also reported during PState or clock change"). Drivers
     # without them: ``unsupported_fields={269, 270, 271, 75}``.
-    slowdown_ns: dict[int, int] = field(
-        default_factory=lambda: {269: 0, 270: 0, 271: 0, 75: 0}
-    )
+    slowdown_ns: dict[int, int] = field(default_factory=lambda: {269: 0, 270: 0, 271: 0, 75: 0})
     ecc_mode: int | None = 1
     # (NVML_MEMORY_ERROR_TYPE_*, NVML_VOLATILE_ECC / NVML_AGGREGATE_ECC) -> count
     ecc_errors: dict[tuple[int, int], int] = field(default_factory=dict)

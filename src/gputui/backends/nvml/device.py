@@ -34,8 +34,8 @@ from gputui.backends.nvml.fields import (
     supported,
 )
 from gputui.backends.nvml.links import link_samples
-from gputui.backends.nvml.slowdown import SLOWDOWN_FIELDS
 from gputui.backends.nvml.memory import read_memory
+from gputui.backends.nvml.slowdown import SLOWDOWN_FIELDS
 from gputui.backends.nvml.values import KIB, clock_types, to_bool, to_float, to_int, watts
 from gputui.model import GpuSample, MigSample
 
