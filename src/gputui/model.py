@@ -121,6 +121,10 @@ class GpuInfo:
     """AMD compute partitioning of the physical GPU this device belongs to: ``SPX`` (one
     device), ``DPX``, ``TPX``, ``QPX``, ``CPX`` (several devices that differ only by PCI
     function); None when not partitionable or unknown."""
+    compute_partition_index: int | None = None
+    """Which partition of its physical GPU this device is in a mode other than SPX: 0 for the
+    primary, the only one that reports the device-wide readings (power, temperatures, PCIe, ECC,
+    XGMI); those of the others are None. None when not partitioned."""
 
 
 @dataclass(frozen=True, slots=True)

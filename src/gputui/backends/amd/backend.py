@@ -12,6 +12,7 @@ from gputui.backends.amd.calls import AmdCalls, GpuGone
 from gputui.backends.amd.device import DeviceReader
 from gputui.backends.amd.links import read_topology
 from gputui.backends.amd.loader import import_amdsmi, quiet
+from gputui.backends.amd.partition import backing_bus_ids, read_partitions, with_partition
 from gputui.backends.amd.processes import ProcessReader
 from gputui.backends.amd.static import driver_version, library_version, rocm_version, static_info
 from gputui.backends.base import Backend, BackendUnavailable
@@ -41,6 +42,7 @@ class AmdSmiBackend(Backend):
         self._reader: DeviceReader | None = None
         self._processes: ProcessReader | None = None
         self._gpu_infos: tuple[GpuInfo, ...] = ()
+        self._backing: list[str | None] = []
         self._topology_pending = False
 
     # ------------------------------------------------------------------------------- lifecycle
@@ -73,7 +75,13 @@ class AmdSmiBackend(Backend):
             self.close()
             raise BackendUnavailable(_NO_GPU)
         calls.handles = handles
-        gpus = tuple(static_info(calls, i) for i in range(len(handles)))
+        runtime = rocm_version(lib)
+        partitions = read_partitions(calls, runtime)
+        calls.refused = {i: part.refused() for i, part in enumerate(partitions) if part.secondary}
+        gpus = tuple(
+            with_partition(static_info(calls, i), part) for i, part in enumerate(partitions)
+        )
+        self._backing = backing_bus_ids(gpus, partitions)
         self._reader = DeviceReader(calls, gpus, pcie_throughput=self._pcie_throughput)
         self._processes = ProcessReader(calls)
         self._gpu_infos = gpus
@@ -84,7 +92,7 @@ class AmdSmiBackend(Backend):
             backend=self.name,
             gpus=gpus,
             driver_version=driver_version(calls),
-            runtime_version=rocm_version(lib),
+            runtime_version=runtime,
             library_version=library_version(lib),
             topology=topology,
         )
@@ -94,7 +102,7 @@ class AmdSmiBackend(Backend):
         if self._calls is None:
             return None
         try:
-            return read_topology(self._calls, self._gpu_infos)
+            return read_topology(self._calls, self._gpu_infos, self._backing)
         except Exception:  # a bug here must not stop the dashboard: no topology screen data
             return None
 
