@@ -263,6 +263,11 @@ class GpuSample:
     links: tuple[LinkSample, ...] | None = None
     """Per-link state, throughput and error counters (NVLink / XGMI), slow tier; ``()`` for a GPU
     without links, None when not read."""
+    process_list_incomplete: bool | None = None
+    """True when the driver's process list for this GPU may leave processes out: AMD, a caller
+    without root got an empty list while VRAM was in use (ROCm before its 2026 fix hides other
+    users' processes from such callers). False when the list was read and looks whole; None when
+    not read. Slow tier."""
 
     @property
     def memory_total_bytes(self) -> int | None:
@@ -287,6 +292,7 @@ SLOW_TIER_FIELDS: tuple[str, ...] = (
     "remapped_rows_pending",
     "remapped_rows_failure",
     "links",
+    "process_list_incomplete",
 )
 """GpuSample fields every backend fills only on slow-tier reads (rates, error counters, links)."""
 

@@ -33,7 +33,7 @@ Calls per tier (``h`` is a cached processor handle):
 - slow (``slow=True``): ``get_gpu_total_ecc_count``, ``get_gpu_bad_page_info``,
   ``get_link_metrics`` (aggregate and per-link XGMI rates), ``get_gpu_xgmi_link_status`` (link
   up/down); ``get_gpu_pci_throughput`` only when ``pcie_throughput=True``.
-- processes: ``get_gpu_process_list``.
+- processes (with the slow tier): ``get_gpu_process_list``.
 
 A secondary compute partition is asked none of the device-wide calls above (power, energy,
 temperatures, fan, PCIe, gpu_metrics, ECC, bad pages, XGMI): they are its primary's.

@@ -13,7 +13,7 @@ from gputui.backends.amd.device import DeviceReader
 from gputui.backends.amd.links import read_topology
 from gputui.backends.amd.loader import import_amdsmi, quiet
 from gputui.backends.amd.partition import backing_bus_ids, read_partitions, with_partition
-from gputui.backends.amd.processes import ProcessReader
+from gputui.backends.amd.processes import ProcessListing, ProcessReader, with_completeness
 from gputui.backends.amd.static import driver_version, library_version, rocm_version, static_info
 from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
@@ -41,6 +41,7 @@ class AmdSmiBackend(Backend):
         self._calls: AmdCalls | None = None
         self._reader: DeviceReader | None = None
         self._processes: ProcessReader | None = None
+        self._listing: ProcessListing | None = None
         self._gpu_infos: tuple[GpuInfo, ...] = ()
         self._backing: list[str | None] = []
         self._topology_pending = False
@@ -84,6 +85,7 @@ class AmdSmiBackend(Backend):
         self._backing = backing_bus_ids(gpus, partitions)
         self._reader = DeviceReader(calls, gpus, pcie_throughput=self._pcie_throughput)
         self._processes = ProcessReader(calls)
+        self._listing = None
         self._gpu_infos = gpus
         self._topology_pending = self.defer_topology
         topology = None if self.defer_topology else self._read_topology()
@@ -149,7 +151,16 @@ class AmdSmiBackend(Backend):
             except Exception as exc:  # a bug here must not take the other GPUs down
                 samples.append(GpuSample(index=index, timestamp=now, error=f"AMD-SMI: {exc!r}"))
         self.reading_gpu = None
+        if slow and self._processes is not None:
+            # The process lists are read with the slow tier, so that each GPU's reading can say
+            # whether its list may be incomplete; read_processes then returns this listing.
+            self._listing = self._processes.read(now)
+            samples = [with_completeness(s, self._listing) for s in samples]
         return samples
 
     def read_processes(self, now: float) -> list[ProcessSample]:
-        return self._processes.read(now) if self._processes is not None else []
+        if self._processes is None:
+            return []
+        if self._listing is None or self._listing.timestamp != now:
+            self._listing = self._processes.read(now)
+        return list(self._listing.processes)

@@ -39,6 +39,7 @@ from gputui.health.rules.processes import (
     UNEXPLAINED_MEMORY_BYTES,
     rule_idle_memory,
     rule_other_processes,
+    rule_process_list,
 )
 
 RULES: dict[str, tuple[RuleFn, str]] = {
@@ -64,6 +65,10 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "other_processes": (
         rule_other_processes,
         "info (fail with --require-idle): other users' processes or memory in use",
+    ),
+    "process_list": (
+        rule_process_list,
+        "info: the process list may be incomplete (AMD, not root: other users' processes hidden)",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
     "idle_memory": (
