@@ -203,3 +203,26 @@ def test_whether_secondaries_mirror_their_primary(rocm, secondaries_answer_the_m
         assert (secondary.memory_used_bytes, secondary.clock_sm_mhz) == (GiB // 2, 2100)
     else:
         assert (secondary.memory_used_bytes, secondary.clock_sm_mhz) == (None, None)
+
+
+@pytest.mark.usefixtures("tui_env")
+async def test_dashboard_shows_secondaries_as_partitions_not_as_broken_gpus():
+    from gputui.fakeclock import FakeClock
+    from gputui.sampler import Sampler
+    from gputui.tui.app import GpuTuiApp
+    from gputui.tui.messages import SnapshotReady
+    from gputui.tui.widgets.gpu_pieces import LOST_TEXT, NOT_ANSWERING_TEXT
+
+    sampler = Sampler(AmdSmiBackend(mi300x_cpx_node(1)), clock=FakeClock(T0))
+    sampler.open()
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(160, 60)) as pilot:
+        app.post_message(SnapshotReady(sampler.poll()))
+        await pilot.pause()
+        texts = ["\n".join(p.plain_lines) for p in app.dashboard.panels.values()]
+        assert len(texts) == 8
+        assert "350" in texts[0]
+        for n, text in enumerate(texts[1:], start=1):
+            assert LOST_TEXT not in text and NOT_ANSWERING_TEXT not in text, text
+            assert "350" not in text
+            assert f"partition {n}/8" in text, text
