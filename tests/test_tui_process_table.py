@@ -721,3 +721,24 @@ def test_sort_by_gpu_without_instances_keeps_the_index_order() -> None:
     ordered = sort_processes(procs, "gpu", False, T0)
     assert [p.gpu_index for p in ordered] == [0, 0, 0, 0, 1]
     assert [p.pid for p in ordered] == [101, 102, 103, 105, 104]  # ties by PID
+
+
+async def test_empty_table_says_when_the_list_may_be_incomplete() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(ProcessTable)
+        gpus = (
+            GpuSample(index=0, timestamp=T0, process_list_incomplete=True),
+            GpuSample(index=1, timestamp=T0, process_list_incomplete=False),
+        )
+        table.update_processes(Snapshot(timestamp=T0, node=NODE, gpus=gpus))
+        await pilot.pause()
+        note = "(the list may be incomplete: run as root)"
+        assert table.empty_text == f"no processes listed {note}"
+        assert table.plain_lines[1].strip() == f"no processes listed {note}"
+        table.gpu_filter = 0
+        await pilot.pause()
+        assert table.empty_text == f"no processes on GPU 0 {note}"
+        table.gpu_filter = 1
+        await pilot.pause()
+        assert table.empty_text == "no processes on GPU 1"

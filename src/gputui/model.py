@@ -128,6 +128,10 @@ class GpuInfo:
     """AMD compute partitioning of the physical GPU this device belongs to: ``SPX`` (one
     device), ``DPX``, ``TPX``, ``QPX``, ``CPX`` (several devices that differ only by PCI
     function); None when not partitionable or unknown."""
+    compute_partition_index: int | None = None
+    """Which partition of its physical GPU this device is in a mode other than SPX: 0 for the
+    primary, the only one that reports the device-wide readings (power, temperatures, PCIe, ECC,
+    XGMI); those of the others are None. None when not partitioned."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +276,11 @@ class GpuSample:
     links: tuple[LinkSample, ...] | None = None
     """Per-link state, throughput and error counters (NVLink / XGMI), slow tier; ``()`` for a GPU
     without links, None when not read."""
+    process_list_incomplete: bool | None = None
+    """True when the driver's process list for this GPU may leave processes out: AMD, a caller
+    without root got an empty list while VRAM was in use (ROCm before its 2026 fix hides other
+    users' processes from such callers). False when the list was read and looks whole; None when
+    not read. Slow tier."""
 
     @property
     def memory_total_bytes(self) -> int | None:
@@ -296,6 +305,7 @@ SLOW_TIER_FIELDS: tuple[str, ...] = (
     "remapped_rows_pending",
     "remapped_rows_failure",
     "links",
+    "process_list_incomplete",
 )
 """GpuSample fields every backend fills only on slow-tier reads (rates, error counters, links)."""
 

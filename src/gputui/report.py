@@ -167,6 +167,9 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
     notes = describe_throttle(sample.throttle_reasons)
     if sample.remapped_rows_pending:
         notes = ", ".join(filter(None, [notes, "row remap pending"]))
+    if info is not None and info.compute_partition_index is not None:
+        part = f"{info.compute_partition or ''} partition {info.compute_partition_index}"
+        notes = ", ".join(filter(None, [part.strip(), notes]))
     if info is not None and info.mig_enabled:
         n = len(info.mig_devices)
         mig = f"MIG: {n} instance{'s' if n != 1 else ''}"

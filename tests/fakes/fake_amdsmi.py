@@ -11,8 +11,10 @@ expected, raises :class:`AmdSmiParameterException`).
 
 Build one with :func:`make_fake_amdsmi` from a list of :class:`FakeAmdGpu` (presets:
 :func:`mi210_gpu`, :func:`mi300x_gpu` (no EDGE sensor, XGMI links, residency counters),
-:func:`w7900_gpu` (a fan)); whole nodes: :func:`mi300x_node` (8 MI300X in a full XGMI mesh, two NUMA
-nodes) and :func:`pcie_pair` (two MI210s that reach each other only over PCIe). Knobs on
+:func:`w7900_gpu` (a fan), :func:`mi300x_partitions` (the handles of one MI300X in a compute
+partition mode)); whole nodes: :func:`mi300x_node` (8 MI300X in a full XGMI mesh, two NUMA nodes),
+:func:`mi300x_cpx_node` (MI300X in CPX mode: 8 handles each) and :func:`pcie_pair` (two MI210s that
+reach each other only over PCIe). Knobs on
 :class:`FakeAmdGpu`: every value, ``unsupported`` (function names that raise NOT_SUPPORTED),
 ``errors`` (function name -> status code, every call), ``retry`` (function name -> how many next
 calls raise AmdSmiRetryException), ``lost`` (every call raises ``lost_code``, NOT_FOUND by default),
@@ -20,15 +22,18 @@ calls raise AmdSmiRetryException), ``lost`` (every call raises ``lost_code``, NO
 from the moment a test sets it, or once ``fail_after`` calls have answered; clear it and the GPU
 answers again), processes and XGMI link counters (mutable: advance them between reads),
 ``xgmi_lanes`` (``amdsmi_get_xgmi_info``; None or no XGMI links: NOT_SUPPORTED), ``numa_node``,
-``link_status`` (the XGMI status letters, e.g. ``["U", "D"]``; default one "U" per XGMI link).
+``link_status`` (the XGMI status letters, e.g. ``["U", "D"]``; default one "U" per XGMI link),
+``compute_partition`` / ``memory_partition`` (None: NOT_SUPPORTED) and ``partition_id``.
 ``unsupported`` also covers the topology calls (for a pair call, the source GPU's set counts). Knobs
 on :class:`FakeAmdSmi`: ``init_error``, ``init_noise`` (printed by ``amdsmi_init``),
 ``handles_error``, ``rocm_version``, ``lib_version``, ``missing`` (functions this amdsmi lacks),
 ``indep_throttle_as_int`` (amdsmi 6.x: gpu_metrics' ``indep_throttle_status`` is the raw SMU bitmask
 instead of a bool), ``pairs`` ((a, b) -> :class:`FakePair`, how two GPUs are wired; a pair not
 listed is XGMI, 1 hop, weight 15 when one GPU has a link metrics entry naming the other's BDF, else
-PCIe, 2 hops, weight 40, P2P accessible). Calls are counted in ``calls`` (per function) and
-``gpu_calls`` (per function and GPU index).
+PCIe, 2 hops, weight 40, P2P accessible), and the process list as ROCm had it before its fix
+(``duplicate_processes``: every process under every GPU; ``hide_other_users`` with
+``caller_root=False``: only the caller's own processes, those ``mine``). Calls are counted in
+``calls`` (per function) and ``gpu_calls`` (per function and GPU index).
 
 :func:`write_broken_amdsmi` writes a throwaway ``amdsmi`` package that behaves like the real one
 without ROCm: importing it prints two lines to stdout and raises ``KeyError('libamd_smi.so')``.
@@ -337,6 +342,9 @@ REAL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "amdsmi_get_gpu_bad_page_info": ("processor_handle",),
     "amdsmi_get_link_metrics": ("processor_handle",),
     "amdsmi_get_gpu_process_list": ("processor_handle",),
+    "amdsmi_get_gpu_kfd_info": ("processor_handle",),
+    "amdsmi_get_gpu_compute_partition": ("processor_handle",),
+    "amdsmi_get_gpu_memory_partition": ("processor_handle",),
     "amdsmi_topo_get_numa_node_number": ("processor_handle",),
     "amdsmi_topo_get_link_type": ("processor_handle_src", "processor_handle_dst"),
     "amdsmi_topo_get_link_weight": ("processor_handle_src", "processor_handle_dst"),
@@ -365,6 +373,7 @@ class FakeAmdProcess:
     gfx_ns: int = 0
     enc_ns: int = 0
     cu_occupancy: int = UINT32_MAX
+    mine: bool = False  # the caller's own process (see FakeAmdSmi.hide_other_users)
 
 
 @dataclass
@@ -470,6 +479,11 @@ class FakeAmdGpu:
     pci_received: int = 3000
     max_pkt_sz: int = 256
     driver_version: str = "6.8.5"
+    # Compute / memory partition mode (amdsmi_get_gpu_compute_partition / _memory_partition);
+    # None: NOT_SUPPORTED (a GPU that cannot be partitioned, or a secondary partition).
+    compute_partition: str | None = None
+    memory_partition: str | None = None
+    partition_id: int = 0  # amdsmi_get_gpu_kfd_info's current_partition_id
     vbios_version: str = "113-D67301-063"
     vbios_part_number: str = "113-D67301-063"
     unsupported: set[str] = field(default_factory=set)
@@ -526,6 +540,9 @@ def mi300x_gpu(**overrides: Any) -> FakeAmdGpu:
         throttle_status=UINT32_MAX,
         indep_throttle_status=UINT64_MAX,
         xgmi_links=[FakeXgmiLink() for _ in range(7)],
+        # The mode after driver load: all XCCs in one partition, HBM interleaved as one node.
+        compute_partition="SPX",
+        memory_partition="NPS1",
     )
     return dataclasses.replace(base, **overrides)
 
@@ -562,6 +579,105 @@ def mi300x_node(count: int = 8, **knobs: Any) -> FakeAmdSmi:
         )
     pairs = {(a, b): XGMI_PAIR for a in range(count) for b in range(a + 1, count)}
     return make_fake_amdsmi(gpus, pairs=pairs, **knobs)
+
+
+# An MI300X in CPX mode is 8 processor handles, one per XCC, whose BDFs differ only by PCI function
+# ("0000:0c:00.0" through "0000:0c:00.7"), each with its own UUID and partition ID (kfd_info's
+# current_partition_id); DPX is 2, QPX 4. Partition 0, the primary, is the only one backed by the
+# PCIe device and its device-wide sysfs files: it alone reports device-wide metrics (gpu_metrics:
+# socket power ...), the ASIC and board serials and the partition modes; the secondaries answer
+# NOT_SUPPORTED or N/A there (here also for PCIe, ECC and XGMI, which live on the PCIe device),
+# and their own partition metrics (clocks). Source: AMD SMI's "GPU partitioning" guide
+# (rocm.docs.amd.com/projects/amdsmi, "GPU partitioning"; projects/amdsmi/docs/conceptual/
+# partition.md in ROCm/rocm-systems: "Primary and secondary partitions", "Device enumeration",
+# "BDF encoding"), and the `amd-smi` table in ROCm/amdsmi#132 (ROCm 7.0.2, DPX/NPS1), where the
+# secondary 0000:05:00.1 shows N/A for GFX utilization, temperature, power and partition mode and
+# its own share of VRAM. The same guide: before ROCm 6.4.1 the secondaries mirrored the primary's
+# DRM node, so every partition reported the primary's mode and device metrics (``mirror=True``).
+MI300X_PARTITIONS = {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8}  # MI300X: 8 XCCs; no TPX
+MI300X_CUS = 304
+
+
+def mi300x_partitions(
+    bus: str = "05",
+    *,
+    mode: str = "CPX",
+    memory: str = "NPS4",
+    serial: int = 0,
+    mirror: bool = False,
+) -> list[FakeAmdGpu]:
+    """The handles of one MI300X in compute partition ``mode`` at ``0000:<bus>:00.0`` and up,
+    each with its share of the CUs and VRAM; ``mirror``: as amdsmi before ROCm 6.4.1."""
+    count = MI300X_PARTITIONS[mode]
+    primary = mi300x_gpu(
+        bdf=f"0000:{bus}:00.0",
+        uuid=f"a1ff74a1-0000-1000-80{serial:02x}-000000000000",
+        compute_partition=mode,
+        memory_partition=memory,
+        num_compute_units=MI300X_CUS // count,
+        vram_size_mb=196592 // count,
+        vram_total_bytes=196592 // count * MiB,
+        vram_used_bytes=GiB // 2,
+        gfx_activity=12,
+    )
+    gpus = [primary]
+    for n in range(1, count):
+        ids = {
+            "bdf": f"0000:{bus}:00.{n}",
+            "uuid": f"a1ff74a1-0000-1000-80{serial:02x}-0000000000{n:02x}",
+            "partition_id": n,
+        }
+        if mirror:  # ROCm < 6.4.1: the primary's node answers for every partition
+            gpus.append(dataclasses.replace(primary, **ids))
+            continue
+        gpus.append(
+            dataclasses.replace(
+                primary,
+                **ids,
+                product_serial="",
+                asic_serial="",
+                compute_partition=None,
+                memory_partition=None,
+                socket_power=UINT16_MAX,
+                current_socket_power=UINT16_MAX,
+                average_socket_power=UINT16_MAX,
+                gfx_activity=UINT16_MAX,
+                umc_activity=UINT16_MAX,
+                temps={},
+                xgmi_links=[],
+                residency={},
+                accumulation_counter=UINT64_MAX,
+                unsupported={
+                    "amdsmi_get_power_cap_info",
+                    "amdsmi_get_energy_count",
+                    "amdsmi_get_gpu_metrics_info",
+                    "amdsmi_get_pcie_info",
+                    "amdsmi_get_gpu_total_ecc_count",
+                    "amdsmi_get_gpu_bad_page_info",
+                },
+            )
+        )
+    return gpus
+
+
+def mi300x_cpx_node(
+    count: int = 1, *, mode: str = "CPX", mirror: bool = False, **knobs: Any
+) -> FakeAmdSmi:
+    """``count`` MI300X in compute partition ``mode`` (CPX: 8 handles each), their primaries in a
+    full XGMI mesh (link n of a primary goes to the n-th other GPU's primary); NUMA node 0 for
+    the first half."""
+    gpus: list[FakeAmdGpu] = []
+    bdfs = MI300X_BDFS[:count]
+    for g, bdf in enumerate(bdfs):
+        handles = mi300x_partitions(bdf.split(":")[1], mode=mode, serial=g, mirror=mirror)
+        links = [FakeXgmiLink(bdf=peer, bit_rate=32, max_bandwidth=512) for peer in bdfs]
+        for handle in handles:
+            handle.numa_node = 0 if g < (count + 1) // 2 else 1
+            if handle.partition_id == 0 or mirror:
+                handle.xgmi_links = [dataclasses.replace(x) for x in links if x.bdf != bdf]
+        gpus.extend(handles)
+    knobs.setdefault("rocm_version", (True, "6.3.1" if mirror else "7.0.2"))
+    return make_fake_amdsmi(gpus, **knobs)
 
 
 def pcie_pair(**knobs: Any) -> FakeAmdSmi:
@@ -642,6 +758,9 @@ class FakeAmdSmi(types.ModuleType):
         missing: tuple[str, ...] = (),
         indep_throttle_as_int: bool = False,
         pairs: dict[tuple[int, int], FakePair] | None = None,
+        duplicate_processes: bool = False,
+        caller_root: bool = True,
+        hide_other_users: bool = False,
     ) -> None:
         super().__init__("amdsmi")
         self.gpus = gpus
@@ -652,6 +771,9 @@ class FakeAmdSmi(types.ModuleType):
         self.lib_version = lib_version
         self.indep_throttle_as_int = indep_throttle_as_int
         self.pairs = dict(pairs or {})
+        self.duplicate_processes = duplicate_processes
+        self.caller_root = caller_root
+        self.hide_other_users = hide_other_users
         self.calls: Counter[str] = Counter()
         self.gpu_calls: Counter[tuple[str, int]] = Counter()
         self.initialized = False
@@ -740,6 +862,29 @@ class FakeAmdSmi(types.ModuleType):
 
     def amdsmi_get_gpu_device_uuid(self, processor_handle: Any) -> str:
         return self._enter("amdsmi_get_gpu_device_uuid", processor_handle).uuid
+
+    def amdsmi_get_gpu_kfd_info(self, processor_handle: Any) -> dict[str, Any]:
+        gpu = self._enter("amdsmi_get_gpu_kfd_info", processor_handle)
+        index = self.gpus.index(gpu)
+        return {
+            "kfd_id": 0x4000 + index,
+            "node_id": 2 + index,
+            "current_partition_id": gpu.partition_id,
+        }
+
+    # ------------------------------------------------------------------------ partitions
+
+    def amdsmi_get_gpu_compute_partition(self, processor_handle: Any) -> str:
+        gpu = self._enter("amdsmi_get_gpu_compute_partition", processor_handle)
+        if gpu.compute_partition is None:
+            raise self._not_supported()
+        return gpu.compute_partition
+
+    def amdsmi_get_gpu_memory_partition(self, processor_handle: Any) -> str:
+        gpu = self._enter("amdsmi_get_gpu_memory_partition", processor_handle)
+        if gpu.memory_partition is None:
+            raise self._not_supported()
+        return gpu.memory_partition
 
     def amdsmi_get_gpu_asic_info(self, processor_handle: Any) -> dict[str, Any]:
         gpu = self._enter("amdsmi_get_gpu_asic_info", processor_handle)
@@ -1082,10 +1227,33 @@ class FakeAmdSmi(types.ModuleType):
 
     # ------------------------------------------------------------------------- processes
 
+    # ROCm before rocm-systems PR #8396 ("fix(amdsmi): process visibility, per-GPU attribution"):
+    # - "The same compute process was reported under every GPU, rather than only the GPU(s) it
+    #   actually uses" (also ROCm/legacy-rocm-build#2292: "refer to the memory usage for each
+    #   GPU"): with ``duplicate_processes`` each GPU's list also holds every other GPU's processes,
+    #   with this GPU's own VRAM and engine time for them (none).
+    # - A caller without permission to read another user's /proc/<pid>/fd got "No running
+    #   processes detected" although the jobs were using the GPUs: the first KFD PID was taken as
+    #   proof of a PID namespace and the /proc scan then dropped every unreadable process. With
+    #   ``hide_other_users`` and not ``caller_root``, processes not ``mine`` are left out. (Since
+    #   the fix they are listed with the name "N/A".)
+    def _listed(self, gpu: FakeAmdGpu) -> list[FakeAmdProcess]:
+        procs = list(gpu.processes)
+        if self.duplicate_processes:
+            pids = {proc.pid for proc in procs}
+            for other in self.gpus:
+                for proc in other.processes if other is not gpu else ():
+                    if proc.pid not in pids:
+                        pids.add(proc.pid)
+                        procs.append(FakeAmdProcess(pid=proc.pid, name=proc.name, mine=proc.mine))
+        if self.hide_other_users and not self.caller_root:
+            procs = [proc for proc in procs if proc.mine]
+        return procs
+
     def amdsmi_get_gpu_process_list(self, processor_handle: Any) -> list[dict[str, Any]]:
         gpu = self._enter("amdsmi_get_gpu_process_list", processor_handle)
         result = []
-        for proc in gpu.processes:
+        for proc in self._listed(gpu):
             mem = proc.mem if proc.mem is not None else proc.vram_mem + proc.gtt_mem + proc.cpu_mem
             result.append(
                 {
@@ -1141,6 +1309,7 @@ def write_broken_amdsmi(root: Path) -> Path:
 
 __all__ = [
     "MI300X_BDFS",
+    "MI300X_PARTITIONS",
     "REAL_SIGNATURES",
     "STATUS",
     "XGMI_PAIR",
@@ -1156,8 +1325,10 @@ __all__ = [
     "FakeXgmiLink",
     "make_fake_amdsmi",
     "mi210_gpu",
+    "mi300x_cpx_node",
     "mi300x_gpu",
     "mi300x_node",
+    "mi300x_partitions",
     "pcie_pair",
     "w7900_gpu",
     "write_broken_amdsmi",

@@ -7,13 +7,16 @@ Importing this package does not import amdsmi: only ``AmdSmiBackend.open`` does,
 
 Modules, one job each: ``loader`` (the quiet import), ``calls`` (the one call path), ``values``
 (amdsmi answers -> model types), ``sensors`` (clocks and temperatures), ``static`` (GpuInfo and
-versions), ``device`` (fast and slow tiers), ``throttle`` (throttle reasons), ``links`` (XGMI and
+versions), ``partition`` (MI300-class compute partitions: which handle is which partition of
+which GPU), ``device`` (fast and slow tiers), ``throttle`` (throttle reasons), ``links`` (XGMI and
 topology), ``processes`` and ``backend`` (the :class:`AmdSmiBackend` adapter).
 
 Calls per tier (``h`` is a cached processor handle):
 
 - static (``open``): ``amdsmi_init``, ``amdsmi_get_processor_handles``, ``amdsmi_get_lib_version``,
-  ``amdsmi_get_rocm_version``; per GPU ``get_gpu_asic_info``, ``get_gpu_board_info``,
+  ``amdsmi_get_rocm_version``; per GPU ``get_gpu_device_bdf``, ``get_gpu_kfd_info`` (the
+  partition number), ``get_gpu_compute_partition``, and ``get_gpu_memory_partition`` until one
+  partition of the GPU answers; then ``get_gpu_asic_info``, ``get_gpu_board_info``,
   ``get_gpu_device_uuid``, ``get_gpu_device_bdf``, ``get_gpu_memory_total(VRAM)`` (else
   ``get_gpu_vram_info``), ``get_power_cap_info``, ``get_clock_info(GFX/MEM)``, ``get_pcie_info``,
   ``get_temp_metric(EDGE/HOTSPOT/VRAM, CRITICAL)`` (each sensor's limit), ``(HOTSPOT,
@@ -30,7 +33,10 @@ Calls per tier (``h`` is a cached processor handle):
 - slow (``slow=True``): ``get_gpu_total_ecc_count``, ``get_gpu_bad_page_info``,
   ``get_link_metrics`` (aggregate and per-link XGMI rates), ``get_gpu_xgmi_link_status`` (link
   up/down); ``get_gpu_pci_throughput`` only when ``pcie_throughput=True``.
-- processes: ``get_gpu_process_list``.
+- processes (with the slow tier): ``get_gpu_process_list``.
+
+A secondary compute partition is asked none of the device-wide calls above (power, energy,
+temperatures, fan, PCIe, gpu_metrics, ECC, bad pages, XGMI): they are its primary's.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from gputui.backends.amd.calls import AmdCalls, GpuGone
 from gputui.backends.amd.device import DeviceReader
 from gputui.backends.amd.links import read_topology
 from gputui.backends.amd.loader import import_amdsmi, quiet
-from gputui.backends.amd.processes import ProcessReader
+from gputui.backends.amd.partition import backing_bus_ids, read_partitions, with_partition
+from gputui.backends.amd.processes import ProcessListing, ProcessReader, with_completeness
 from gputui.backends.amd.static import driver_version, library_version, rocm_version, static_info
 from gputui.backends.base import Backend, BackendUnavailable
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
@@ -40,7 +41,9 @@ class AmdSmiBackend(Backend):
         self._calls: AmdCalls | None = None
         self._reader: DeviceReader | None = None
         self._processes: ProcessReader | None = None
+        self._listing: ProcessListing | None = None
         self._gpu_infos: tuple[GpuInfo, ...] = ()
+        self._backing: list[str | None] = []
         self._topology_pending = False
 
     # ------------------------------------------------------------------------------- lifecycle
@@ -73,9 +76,16 @@ class AmdSmiBackend(Backend):
             self.close()
             raise BackendUnavailable(_NO_GPU)
         calls.handles = handles
-        gpus = tuple(static_info(calls, i) for i in range(len(handles)))
+        runtime = rocm_version(lib)
+        partitions = read_partitions(calls, runtime)
+        calls.refused = {i: part.refused() for i, part in enumerate(partitions) if part.secondary}
+        gpus = tuple(
+            with_partition(static_info(calls, i), part) for i, part in enumerate(partitions)
+        )
+        self._backing = backing_bus_ids(gpus, partitions)
         self._reader = DeviceReader(calls, gpus, pcie_throughput=self._pcie_throughput)
         self._processes = ProcessReader(calls)
+        self._listing = None
         self._gpu_infos = gpus
         self._topology_pending = self.defer_topology
         topology = None if self.defer_topology else self._read_topology()
@@ -84,7 +94,7 @@ class AmdSmiBackend(Backend):
             backend=self.name,
             gpus=gpus,
             driver_version=driver_version(calls),
-            runtime_version=rocm_version(lib),
+            runtime_version=runtime,
             library_version=library_version(lib),
             topology=topology,
         )
@@ -94,7 +104,7 @@ class AmdSmiBackend(Backend):
         if self._calls is None:
             return None
         try:
-            return read_topology(self._calls, self._gpu_infos)
+            return read_topology(self._calls, self._gpu_infos, self._backing)
         except Exception:  # a bug here must not stop the dashboard: no topology screen data
             return None
 
@@ -141,7 +151,16 @@ class AmdSmiBackend(Backend):
             except Exception as exc:  # a bug here must not take the other GPUs down
                 samples.append(GpuSample(index=index, timestamp=now, error=f"AMD-SMI: {exc!r}"))
         self.reading_gpu = None
+        if slow and self._processes is not None:
+            # The process lists are read with the slow tier, so that each GPU's reading can say
+            # whether its list may be incomplete; read_processes then returns this listing.
+            self._listing = self._processes.read(now)
+            samples = [with_completeness(s, self._listing) for s in samples]
         return samples
 
     def read_processes(self, now: float) -> list[ProcessSample]:
-        return self._processes.read(now) if self._processes is not None else []
+        if self._processes is None:
+            return []
+        if self._listing is None or self._listing.timestamp != now:
+            self._listing = self._processes.read(now)
+        return list(self._listing.processes)

@@ -7,7 +7,9 @@ is confirmed with a second call and then raises :class:`GpuGone`, which turns th
 into ``lost=True`` while the other GPUs carry on. An error meaning the library or the amdgpu
 driver is not answering (DRIVER_NOT_LOADED, NOT_INIT, UNKNOWN_ERROR ...) is ``None`` too, never
 remembered, and noted for the GPU's current reading (:meth:`AmdCalls.failed_reading`), which then
-carries the error instead of its values; the next reading asks everything again.
+carries the error instead of its values; the next reading asks everything again. A secondary
+compute partition is never asked a :data:`DEVICE_WIDE` reading (see :mod:`.partition`): its
+answer is None.
 """
 
 from __future__ import annotations
@@ -65,6 +67,44 @@ _INIT_MESSAGES = {
     "NO_PERM": "no permission (add the user to the render and video groups)",
 }
 
+DEVICE_WIDE = frozenset(
+    {
+        "amdsmi_get_power_info",
+        "amdsmi_get_power_cap_info",
+        "amdsmi_get_energy_count",
+        "amdsmi_get_temp_metric",
+        "amdsmi_get_gpu_fan_speed",
+        "amdsmi_get_gpu_metrics_info",
+        "amdsmi_get_pcie_info",
+        "amdsmi_get_gpu_pci_throughput",
+        "amdsmi_get_gpu_total_ecc_count",
+        "amdsmi_get_gpu_bad_page_info",
+        "amdsmi_get_link_metrics",
+        "amdsmi_get_gpu_xgmi_link_status",
+        "amdsmi_get_xgmi_info",
+        "amdsmi_get_gpu_compute_partition",
+        "amdsmi_get_gpu_memory_partition",
+    }
+)
+"""Readings of the whole physical GPU, which only the primary compute partition reports (AMD SMI's
+"GPU partitioning" guide: socket power and the rest of ``gpu_metrics``, the partition modes; the
+PCIe device, its RAS counters and XGMI links belong to the primary). A secondary partition answers
+N/A or NOT_SUPPORTED, or (before ROCm 6.4.1) the primary's values, which would count one GPU's
+power, errors and links once per partition: it is not asked."""
+
+PARTITION_READINGS = frozenset(
+    {
+        "amdsmi_get_gpu_activity",
+        "amdsmi_get_clock_info",
+        "amdsmi_get_gpu_memory_usage",
+        "amdsmi_get_gpu_memory_total",
+        "amdsmi_get_gpu_vram_usage",
+        "amdsmi_get_gpu_vram_info",
+    }
+)
+"""Readings a secondary partition reports of its own since ROCm 6.4.1 (partition metrics, its
+VRAM), and before that copied from the primary's DRM node like everything else."""
+
 MISSING = object()
 """What :meth:`AmdCalls.enum` gives for an enum member this amdsmi lacks."""
 
@@ -83,6 +123,9 @@ class AmdCalls:
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.handles: list[Any] = []
+        self.refused: dict[int, frozenset[str]] = {}
+        """Per GPU, functions it is not asked because their answers are not its own (a secondary
+        compute partition's :data:`DEVICE_WIDE` readings); None is its answer."""
         self.unsupported = UnsupportedCalls()
         wrapper = getattr(lib, "amdsmi_wrapper", None)
         self._status: dict[str, int] = {}
@@ -106,7 +149,8 @@ class AmdCalls:
         if self.unsupported.has(index, key):
             return None
         fn = getattr(self.lib, fn_name, None)
-        if fn is None or any(arg is MISSING for arg in args):  # an amdsmi without this call/enum
+        if fn is None or any(arg is MISSING for arg in args) or self._not_its_own(index, fn_name):
+            # An amdsmi without this call or enum, or a reading that belongs to the primary.
             self.unsupported.add(index, key)
             return None
         try:
@@ -115,6 +159,10 @@ class AmdCalls:
             return self._failed(index, key, fn_name, exc)
         self._answered[index] = self._answered.get(index, 0) + 1
         return result
+
+    def _not_its_own(self, index: int, fn_name: str) -> bool:
+        refused = self.refused.get(index)
+        return refused is not None and fn_name in refused
 
     def begin_reading(self, index: int) -> None:
         """Start counting the answers of a new reading of GPU ``index``."""

@@ -36,14 +36,22 @@ XgmiEntries = list[tuple[int, Mapping[str, Any]]]
 # -- discovery (static tier) ----------------------------------------------------------------------
 
 
-def read_topology(calls: AmdCalls, gpus: Sequence[GpuInfo]) -> Topology:
+def read_topology(
+    calls: AmdCalls, gpus: Sequence[GpuInfo], backing: Sequence[str | None] = ()
+) -> Topology:
     """GPU pairs, XGMI links and CPU locality. Whatever the library (or sysfs) cannot say is
-    None or left out."""
+    None or left out. ``backing``: per GPU, the address of another PCI function whose sysfs
+    files describe it when its own address has none (a secondary compute partition's primary)."""
     count = len(calls.handles)
     bus_ids = [gpus[i].pci_bus_id if i < len(gpus) else None for i in range(count)]
-    numa = [_numa_node(calls, i, bus_ids[i]) for i in range(count)]
+    others = [backing[i] if i < len(backing) else None for i in range(count)]
+    numa = [_numa_node(calls, i, bus_ids[i], others[i]) for i in range(count)]
     locality = tuple(
-        GpuLocality(gpu_index=i, cpu_affinity=pci.local_cpulist(bus_ids[i]), numa_node=numa[i])
+        GpuLocality(
+            gpu_index=i,
+            cpu_affinity=pci.local_cpulist(bus_ids[i]) or pci.local_cpulist(others[i]),
+            numa_node=numa[i],
+        )
         for i in range(count)
     )
     paths = tuple(_path(calls, a, b, numa) for a in range(count) for b in range(a + 1, count))
@@ -56,12 +64,14 @@ def read_topology(calls: AmdCalls, gpus: Sequence[GpuInfo]) -> Topology:
     return Topology(paths=paths, links=links, locality=locality)
 
 
-def _numa_node(calls: AmdCalls, i: int, bus_id: str | None) -> int | None:
-    """The PCI device's NUMA node from sysfs (what ``nvidia-smi topo -m`` shows for NVIDIA);
-    amdsmi's answer (read from the same file by the library) where sysfs cannot be read."""
-    node = pci.numa_node(bus_id)
-    if node is not None:
-        return node
+def _numa_node(calls: AmdCalls, i: int, bus_id: str | None, backing: str | None) -> int | None:
+    """The PCI device's NUMA node from sysfs (what ``nvidia-smi topo -m`` shows for NVIDIA), at
+    the GPU's own address, else at its backing PCI function's; amdsmi's answer (read from the
+    same file by the library) where sysfs cannot be read."""
+    for address in (bus_id, backing):
+        node = pci.numa_node(address)
+        if node is not None:
+            return node
     try:
         node = to_int(calls.call(i, "numa_node", "amdsmi_topo_get_numa_node_number"))
     except Exception:

@@ -44,6 +44,7 @@ from gputui.health.rules.processes import (
     UNEXPLAINED_MEMORY_BYTES,
     rule_idle_memory,
     rule_other_processes,
+    rule_process_list,
 )
 
 RULES: dict[str, tuple[RuleFn, str]] = {
@@ -84,6 +85,10 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "nvlink_unused": (
         rule_nvlink_unused,
         "info: NVLinks inactive since start with no remote end (not wired or not set up)",
+    ),
+    "process_list": (
+        rule_process_list,
+        "info: the process list may be incomplete (AMD, not root: other users' processes hidden)",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
     "idle_memory": (

@@ -1,5 +1,5 @@
 """Rules about who uses the GPUs: other users' processes, memory nobody explains, memory held
-idle."""
+idle, a process list that may leave processes out."""
 
 from __future__ import annotations
 
@@ -78,3 +78,17 @@ def rule_idle_memory(ctx: RuleContext) -> Iterable[Finding]:
             p.gpu_index,
             str(p.pid),
         )
+
+
+def rule_process_list(ctx: RuleContext) -> Iterable[Finding]:
+    for _info, s in ctx.live():
+        if s.process_list_incomplete:
+            yield finding(
+                "process_list",
+                "info",
+                f"GPU {s.index}: the process list may be incomplete (no permission to list "
+                "other users' processes)",
+                "run as root to see every process (older ROCm hides other users' processes "
+                "from other callers)",
+                s.index,
+            )

@@ -362,11 +362,13 @@ class ProcessTable(LineWidget, can_focus=True):
         needle = self.text_filter.strip()
         if self.gpu_filter is not None and needle:
             return f"no processes on GPU {self.gpu_filter} match {needle!r}"
-        if self.gpu_filter is not None:
-            return f"no processes on GPU {self.gpu_filter}"
         if needle:
             return f"no processes match {needle!r}"
-        return "no GPU processes"
+        text = f"no processes on GPU {self.gpu_filter}" if self.gpu_filter is not None else ""
+        gpus = [s for s in self._snapshot.gpus if self.gpu_filter in (None, s.index)]
+        if any(s.process_list_incomplete for s in gpus):  # the driver may hide some from us
+            return (text or "no processes listed") + " (the list may be incomplete: run as root)"
+        return text or "no GPU processes"
 
     def update_processes(self, snapshot: Snapshot) -> None:
         """Show the processes of a new snapshot; only the cells that change are repainted."""
