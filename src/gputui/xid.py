@@ -36,7 +36,10 @@ XID_TABLE: dict[int, tuple[Severity, str]] = {
     63: ("warn", "ECC page retirement or row remapping recorded (reset the GPU to activate it)"),
     64: ("fail", "ECC page retirement or row remapping failed"),
     65: ("fail", "video processor exception"),
-    68: ("fail", "video decoder (NVDEC) exception"),
+    # 68 and 109 are application errors for NVIDIA's device plugin: NVIDIA/k8s-device-plugin
+    # issue #1340 lists 13, 31, 43, 45, 68 and 109 as the XIDs it treats as non-fatal. 109 is
+    # still ``warn``, not ``info``: the XID catalog's action for it is RESET_GPU (issue #1974).
+    68: ("warn", "video decoder (NVDEC) exception"),
     69: ("fail", "graphics engine class error"),
     73: ("fail", "video encoder (NVENC) error"),
     74: ("fail", "NVLink error"),
@@ -46,7 +49,7 @@ XID_TABLE: dict[int, tuple[Severity, str]] = {
     92: ("fail", "high single-bit ECC error rate"),
     94: ("warn", "contained ECC error (only the affected application was stopped)"),
     95: ("fail", "uncontained ECC error (every application on the GPU is affected)"),
-    109: ("fail", "context switch timeout"),
+    109: ("warn", "context switch timeout"),
     110: ("fail", "security fault error"),
     119: ("fail", "GSP RPC timeout (the GPU System Processor stopped answering)"),
     120: ("fail", "GSP error (the GPU System Processor failed)"),
@@ -70,10 +73,14 @@ XID_HINTS: dict[str, str] = {
 _SPECIFIC_HINTS: dict[int, str] = {
     63: "reset the GPU (nvidia-smi -r) when idle so the remapped row takes effect",
     64: "reboot; if the remap failure recurs after the reboot, RMA the GPU",
+    68: "usually the application's error: check the application that decoded video then; reset "
+    "the GPU (nvidia-smi -r) if it recurs",
     74: "check NVLink status (nvidia-smi nvlink -s); reset the GPU, RMA if it recurs",
     79: "drain the node and power-cycle it; RMA the GPU if it falls off the bus again",
     94: "restart the affected application; reset the GPU at a convenient time",
     95: "drain the node and reset the GPU (nvidia-smi -r) now",
+    109: "usually the application's error: restart it; reset the GPU (nvidia-smi -r) before new "
+    "work if it recurs",
 }
 
 
