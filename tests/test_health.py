@@ -188,11 +188,29 @@ def test_ecc_uncorrected() -> None:
 
 
 def test_ecc_aggregate() -> None:
-    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)))
+    # a page-retirement GPU (V100): it does not answer the remapped-rows fields
+    v100 = {"remapped_rows_pending": None, "remapped_rows_failure": None}
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3, **v100),)))
     assert f.severity == "warn" and "3 uncorrected" in f.message and "up from" not in f.message
-    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)), ecc_baseline={0: 1})
+    grown = snap((sample(ecc_aggregate_uncorrected=3, **v100),))
+    (f,) = run("ecc_aggregate", grown, ecc_baseline={0: 1})
     assert "up from 1" in f.message
     assert run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=0),))) == []
+
+
+def test_ecc_aggregate_is_history_on_gpus_that_remap_rows() -> None:
+    # A100 / H100 answer the remapped-rows fields: lifetime errors are history there; a pending
+    # or failed remap is what needs action, and the row_remap rule judges it
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)), ecc_baseline={0: 1})
+    assert f.severity == "info" and "3 uncorrected" in f.message and "up from 1" in f.message
+    assert "row_remap" in f.hint
+    counts_only = sample(
+        ecc_aggregate_uncorrected=3,
+        remapped_rows_pending=None,
+        remapped_rows_failure=None,
+        remapped_rows_uncorrectable=2,
+    )
+    assert run("ecc_aggregate", snap((counts_only,)))[0].severity == "info"
 
 
 def test_retired_pages() -> None:
@@ -215,6 +233,17 @@ def test_ecc_disabled_on_datacenter_only() -> None:
     consumer = info(name="NVIDIA GeForce RTX 4090", ecc_enabled=False)
     assert run("ecc_disabled", snap(infos=(consumer,))) == []
     assert run("ecc_disabled", snap(infos=(info(ecc_enabled=True),))) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "judged"), [("vgpu", False), ("passthrough", True), ("none", True), (None, True)]
+)
+def test_ecc_and_persistence_off_not_judged_in_a_vgpu_guest(mode: str | None, judged: bool) -> None:
+    # a vGPU guest cannot change ECC or persistence (the host owns the physical GPU); a
+    # passthrough GPU (a whole GPU in a VM, as on the real H100 in tests/data/real) is bare metal
+    off = snap(infos=(info(ecc_enabled=False, persistence_mode=False, virtualization_mode=mode),))
+    assert len(run("ecc_disabled", off)) == int(judged)
+    assert len(run("persistence_mode", off, platform="linux")) == int(judged)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from gputui.health.rules.clocks import (
     rule_temperature,
     rule_throttle,
 )
-from gputui.health.rules.context import RuleContext, RuleFn, is_datacenter_gpu
+from gputui.health.rules.context import RuleContext, RuleFn, is_datacenter_gpu, is_vgpu_guest
 from gputui.health.rules.events import event_key, rule_gpu_event, rule_xid
 from gputui.health.rules.links import rule_nvlink_down, rule_pcie_link
 from gputui.health.rules.memory import (
@@ -48,10 +48,16 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "xid": (rule_xid, "fail/warn/info: XID errors, graded by code, kept until acknowledged"),
     "gpu_event": (rule_gpu_event, "fail/info: ECC and GPU-lost events, kept until acknowledged"),
     "ecc_uncorrected": (rule_ecc_uncorrected, "fail: volatile uncorrected ECC errors"),
-    "ecc_aggregate": (rule_ecc_aggregate, "warn: lifetime uncorrected ECC errors (nonzero)"),
+    "ecc_aggregate": (
+        rule_ecc_aggregate,
+        "warn: lifetime uncorrected ECC errors (nonzero); info on GPUs that remap rows",
+    ),
     "retired_pages": (rule_retired_pages, "fail: retired pages pending (reset needed)"),
     "row_remap": (rule_row_remap, "fail: row remap failure (RMA); warn: remap pending (reset)"),
-    "ecc_disabled": (rule_ecc_disabled, "warn: ECC disabled on an HBM datacenter GPU"),
+    "ecc_disabled": (
+        rule_ecc_disabled,
+        "warn: ECC disabled on an HBM datacenter GPU (not judged in a vGPU guest)",
+    ),
     "throttle": (rule_throttle, "fail: HW slowdown / HW thermal / power brake; warn: SW thermal"),
     "power_limit": (rule_power_limit, "warn: power limit set below the default"),
     "temperature": (
@@ -60,7 +66,10 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     ),
     "pcie_link": (rule_pcie_link, "warn: PCIe link below max gen / width under load"),
     "nvlink_down": (rule_nvlink_down, "fail: an NVLink / XGMI link is down"),
-    "persistence_mode": (rule_persistence_mode, "warn: persistence mode off (Linux, datacenter)"),
+    "persistence_mode": (
+        rule_persistence_mode,
+        "warn: persistence mode off (Linux, datacenter; not judged in a vGPU guest)",
+    ),
     "other_processes": (
         rule_other_processes,
         "info (fail with --require-idle): other users' processes or memory in use",
@@ -87,4 +96,5 @@ __all__ = [
     "RuleFn",
     "event_key",
     "is_datacenter_gpu",
+    "is_vgpu_guest",
 ]
