@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.fakes import kernel_log as klog
 from tests.test_cli import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
 from gputui.commands import check
-from gputui.fakeclock import FakeClock
+from gputui.fakeclock import T0, FakeClock
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 
@@ -263,3 +264,23 @@ def test_crowded_node_check_is_healthy(capsys) -> None:
     code, out = run("sim:crowded", capsys)
     assert code == 0
     assert "250 processes" in out
+
+
+# -- XIDs from the kernel log: MIG lines ----------------------------------------------------------
+
+
+def booted_hours_ago(monkeypatch, hours: float) -> None:
+    """The node booted this long before the check's fake clock starts (kernel-log stamps count
+    from boot)."""
+    monkeypatch.setattr("gputui.xid.boot_time", lambda: T0 - hours * 3600)
+
+
+def test_mig_xid_in_the_kernel_log_names_the_instance(monkeypatch, capsys) -> None:
+    booted_hours_ago(monkeypatch, 1)
+    gpu0_gi7 = klog.MIG_XID_GI_CI.replace(
+        "0000:17:00 GPU-I:05 GPU-CI:02", "0000:18:00 GPU-I:07 GPU-CI:00"
+    )
+    log = [klog.stamped(1234.5, gpu0_gi7)]
+    code, out = run("sim:mig", capsys, ignore={"other_processes"}, kernel_log=lambda: log)
+    assert code == 1
+    assert "warn  GPU 0   XID 94 on GPU 0 (MIG 1g.10gb GI 7 CI 0): contained ECC error" in out

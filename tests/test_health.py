@@ -31,6 +31,7 @@ from gputui.model import (
     GpuSample,
     LinkInfo,
     LinkSample,
+    MigDeviceInfo,
     NodeInfo,
     ProcessSample,
     Snapshot,
@@ -169,6 +170,34 @@ def test_xid_graded_with_meaning() -> None:
     # near miss: other event kinds are not XIDs
     ecc = GpuEvent(timestamp=T, kind="ecc_single_bit", gpu_index=0)
     assert run("xid", snap(), events=(ecc,)) == []
+
+
+def _mig_info(*instances: tuple[int, int]) -> GpuInfo:
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    devices = tuple(
+        MigDeviceInfo(0, gpu_instance_id=gi, compute_instance_id=ci, uuid=f"MIG-{gi}", name=name)
+        for gi, ci in instances
+    )
+    return info(0, mig_enabled=True, mig_devices=devices)
+
+
+def test_xid_on_a_mig_instance_names_it() -> None:
+    def mig_xid(gi: int, ci: int | None) -> GpuEvent:
+        return GpuEvent(T, "xid", gpu_index=0, code=94, gpu_instance_id=gi, compute_instance_id=ci)
+
+    node = snap(infos=(_mig_info((5, 2), (6, 0), (6, 1)),))
+    found = {f.key: f for f in run("xid", node, events=(mig_xid(5, 2), mig_xid(6, None)))}
+    assert set(found) == {"xid:0:94:gi5:ci2", "xid:0:94:gi6"}  # one finding per instance
+    assert found["xid:0:94:gi5:ci2"].message == (
+        "XID 94 on GPU 0 (MIG 1g.10gb GI 5 CI 2): contained ECC error (only the affected "
+        "application was stopped)"
+    )
+    # GPU instance 6 has two compute instances: the profile is not guessed
+    assert found["xid:0:94:gi6"].message.startswith("XID 94 on GPU 0 (MIG GI 6):")
+    assert found["xid:0:94:gi5:ci2"].severity == "warn" and found["xid:0:94:gi5:ci2"].gpu_index == 0
+    # near miss: without MIG attribution, as before
+    (f,) = run("xid", node, events=(_xid(94, 0),))
+    assert f.key == "xid:0:94" and f.message.startswith("XID 94 on GPU 0: ")
 
 
 def test_gpu_event() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.fakes import kernel_log as klog
 
 from gputui.model import GpuInfo, NodeInfo
 from gputui.xid import (
@@ -88,6 +89,25 @@ def test_kernel_log_xids_maps_bus_ids_and_times() -> None:
     assert events[0].timestamp == pytest.approx(1000.0 + 4909.92297)
     assert events[0].kind == "xid" and events[0].source == "kernel_log"
     assert events[0].message is not None and "fallen off the bus" in events[0].message
+
+
+def _a100_node() -> NodeInfo:
+    gpu = GpuInfo(index=0, name="NVIDIA A100 80GB PCIe", uuid="GPU-a", vendor="nvidia",
+                  pci_bus_id="00000000:17:00.0")  # fmt: skip
+    return NodeInfo(hostname="n", backend="nvml", gpus=(gpu,))
+
+
+def test_mig_xid_lines_keep_the_gpu_and_compute_instance() -> None:
+    lines = [klog.stamped(10.0, klog.MIG_XID_GI_CI), klog.stamped(11.0, klog.MIG_XID_GI)]
+    both, gi_only = kernel_log_xids(_a100_node(), lines, boot_time=100.0)
+    assert (both.gpu_index, both.code) == (0, 94)
+    assert (both.gpu_instance_id, both.compute_instance_id) == (5, 2)
+    assert both.message is not None and both.message.startswith("pid=1234, name=python")
+    assert (gi_only.gpu_index, gi_only.gpu_instance_id, gi_only.compute_instance_id) == (0, 5, None)
+    assert gi_only.timestamp == pytest.approx(111.0)
+    # near miss: a line without MIG attribution has no instance
+    (plain,) = kernel_log_xids(_a100_node(), ["NVRM: Xid (PCI:0000:17:00): 94, pid=1, x"])
+    assert plain.gpu_instance_id is None and plain.compute_instance_id is None
 
 
 def test_kernel_log_xids_without_boot_time_stamps_now() -> None:

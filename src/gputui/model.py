@@ -379,6 +379,12 @@ class GpuEvent:
     message: str | None = None
     source: str = "driver"
     """``driver`` (NVML / AMD-SMI events), ``kernel_log`` (dmesg) or ``sim``."""
+    gpu_instance_id: int | None = None
+    """MIG: the GPU instance the driver attributed the event to (``GPU-I:05`` in the kernel
+    log); None when the GPU is not in MIG mode or the driver did not say."""
+    compute_instance_id: int | None = None
+    """MIG: the compute instance within that GPU instance (``GPU-CI:02``), where the driver
+    says."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,8 +108,14 @@ def normalize_pci_bus_id(bus_id: str) -> tuple[int, int, int] | None:
 
 # -- kernel log ------------------------------------------------------------------------------------
 
+# krcReportXid prints three shapes (open-gpu-kernel-modules,
+# src/nvidia/src/kernel/gpu/rc/kernel_rc.c); the MIG ones name the GPU / compute instance:
+#   NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s
+#   NVRM: Xid (PCI:%04x:%02x:%02x GPU-I:%02u): %d, pid=%s, name=%s, %s
+#   NVRM: Xid (PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u): %d, pid=%s, name=%s, %s
 _XID_LINE = re.compile(
-    r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+)(?:, ?(?P<rest>.*))?"
+    r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?: GPU-I:(?P<gi>\d+))?(?: GPU-CI:(?P<ci>\d+))?"
+    r"\): (?P<code>\d+)(?:, ?(?P<rest>.*))?"
 )
 _STAMP = re.compile(r"\[\s*(?P<secs>\d+\.\d+)\]")
 
@@ -152,6 +158,8 @@ def kernel_log_xids(
                 code=int(match["code"]),
                 message=(match["rest"] or "").strip() or None,
                 source="kernel_log",
+                gpu_instance_id=int(match["gi"]) if match["gi"] is not None else None,
+                compute_instance_id=int(match["ci"]) if match["ci"] is not None else None,
             )
         )
     return events

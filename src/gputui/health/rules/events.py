@@ -1,4 +1,6 @@
-"""Rules over events (XIDs, ECC and GPU-lost events): findings listed until acknowledged."""
+"""Rules over events (XIDs, ECC and GPU-lost events): findings listed until acknowledged.
+
+An XID on a MIG instance names the instance."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Callable, Iterable
 
 from gputui.health import hints
 from gputui.health.rules.context import RuleContext
+from gputui.mig import mig_profile
 from gputui.model import Finding, GpuEvent, Severity
 from gputui.xid import XID_TABLE, describe_xid, xid_hint
 
@@ -13,8 +16,14 @@ from gputui.xid import XID_TABLE, describe_xid, xid_hint
 def event_key(event: GpuEvent) -> str:
     gpu = "node" if event.gpu_index is None else event.gpu_index
     if event.kind == "xid":
-        return f"xid:{gpu}:{event.code}"
+        return f"xid:{gpu}:{event.code}" + _instance_key(event)
     return f"gpu_event:{gpu}:{event.kind}"
+
+
+def _instance_key(event: GpuEvent) -> str:
+    """``:gi5:ci2`` for an XID the driver attributed to a MIG instance, else ``""``."""
+    key = "" if event.gpu_instance_id is None else f":gi{event.gpu_instance_id}"
+    return key + ("" if event.compute_instance_id is None else f":ci{event.compute_instance_id}")
 
 
 def _grouped(
@@ -48,12 +57,34 @@ def rule_xid(ctx: RuleContext) -> Iterable[Finding]:
     for key, group in _grouped(ctx.events, lambda e: e.kind == "xid").items():
         code = group[0].code if group[0].code is not None else -1
         severity, meaning = describe_xid(code)
-        where = "" if group[0].gpu_index is None else f" on GPU {group[0].gpu_index}"
+        where = _xid_where(group[0], ctx)
         if code in XID_TABLE:
             message = f"XID {code}{where}: {meaning}"
         else:
             message = f"XID {code}{where} (see NVIDIA's XID catalog)"
         yield _event_finding("xid", key, severity, message, xid_hint(code), group)
+
+
+def _xid_where(event: GpuEvent, ctx: RuleContext) -> str:
+    """`` on GPU 0``, and the MIG instance the driver named: `` on GPU 0 (MIG 1g.10gb GI 5
+    CI 2)``; the profile where the GPU lists one such instance."""
+    where = "" if event.gpu_index is None else f" on GPU {event.gpu_index}"
+    gi, ci = event.gpu_instance_id, event.compute_instance_id
+    if gi is None:
+        return where
+    info = None if event.gpu_index is None else ctx.snapshot.node.gpu(event.gpu_index)
+    matching = [
+        m
+        for m in (info.mig_devices if info is not None else ())
+        if m.gpu_instance_id == gi and (ci is None or m.compute_instance_id == ci)
+    ]
+    words = ["MIG"]
+    if len(matching) == 1 and matching[0].name:
+        words.append(mig_profile(matching[0].name))
+    words.append(f"GI {gi}")
+    if ci is not None:
+        words.append(f"CI {ci}")
+    return f"{where} ({' '.join(words)})"
 
 
 _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
