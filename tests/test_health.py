@@ -172,6 +172,14 @@ def test_xid_graded_with_meaning() -> None:
     assert run("xid", snap(), events=(ecc,)) == []
 
 
+def _kxid(code: int, gpu: int | None = 0, t: float = T) -> GpuEvent:
+    return GpuEvent(timestamp=t, kind="xid", gpu_index=gpu, code=code, source="kernel_log")
+
+
+def _marker(kind: str, t: float, gpu: int | None = None) -> GpuEvent:
+    return GpuEvent(timestamp=t, kind=kind, gpu_index=gpu, source="kernel_log")
+
+
 def _mig_info(*instances: tuple[int, int]) -> GpuInfo:
     name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
     devices = tuple(
@@ -198,6 +206,56 @@ def test_xid_on_a_mig_instance_names_it() -> None:
     # near miss: without MIG attribution, as before
     (f,) = run("xid", node, events=(_xid(94, 0),))
     assert f.key == "xid:0:94" and f.message.startswith("XID 94 on GPU 0: ")
+
+
+def test_kernel_log_xid_before_a_driver_load_is_history() -> None:
+    from gputui.format import fmt_datetime
+
+    events = (_kxid(79, 0, T - 3600), _marker("driver_loaded", T - 1800))
+    (f,) = run("xid", snap(), events=events)
+    assert f.severity == "info" and f.key == "xid:0:79" and f.first_seen == T - 3600
+    assert f.message == (
+        f"XID 79 on GPU 0 at {fmt_datetime(T - 3600)}: GPU has fallen off the bus; history: the "
+        f"NVIDIA driver was loaded again at {fmt_datetime(T - 1800)}, so it no longer counts"
+    )
+    assert "happens again" in f.hint and "--xid-window" in f.hint
+    # near misses: an XID after the load counts, and so does one NVML delivered live
+    (f,) = run("xid", snap(), events=(*events, _kxid(79, 0, T - 60)))
+    assert f.severity == "fail" and (f.first_seen, f.last_seen) == (T - 60, T - 60)
+    assert "(×" not in f.message and "history" not in f.message
+    (f,) = run("xid", snap(), events=(_xid(79, 0, T - 3600), events[1]))
+    assert f.severity == "fail"
+    # the markers are no faults of their own
+    assert run("gpu_event", snap(), events=events) == []
+
+
+def test_kernel_log_xid_before_its_gpu_was_reenumerated_is_history() -> None:
+    events = (
+        _kxid(79, 0, T - 3600),
+        _kxid(79, 1, T - 3600),
+        _marker("gpu_reinitialized", T - 60, 0),
+    )
+    found = {f.gpu_index: f for f in run("xid", snap((sample(0), sample(1))), events=events)}
+    assert found[0].severity == "info" and "found on the PCI bus again" in found[0].message
+    assert found[1].severity == "fail"  # another GPU's re-enumeration does not age it
+    assert run("gpu_event", snap(), events=events[2:]) == []
+
+
+def test_kernel_log_xid_older_than_the_window_is_history() -> None:
+    day = 24 * 3600
+    old, recent = _kxid(48, 0, T - day - 60), _kxid(48, 1, T - day + 60)
+    found = {f.gpu_index: f for f in run("xid", snap((sample(0), sample(1))), events=(old, recent))}
+    assert found[0].severity == "info" and "older than the 24 h window" in found[0].message
+    assert found[1].severity == "fail"
+    # a narrower window ages the other one too; no window ages neither
+    two = snap((sample(0), sample(1)))
+    narrow = HealthConfig(current_user="me", xid_window_hours=12)
+    assert {f.severity for f in run("xid", two, narrow, events=(old, recent))} == {"info"}
+    none = HealthConfig(current_user="me", xid_window_hours=None)
+    assert {f.severity for f in run("xid", two, none, events=(old, recent))} == {"fail"}
+    # XIDs the driver delivered live never age
+    (f,) = run("xid", snap(), events=(_xid(48, 0, T - 3 * day),))
+    assert f.severity == "fail"
 
 
 def test_gpu_event() -> None:

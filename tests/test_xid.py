@@ -110,6 +110,36 @@ def test_mig_xid_lines_keep_the_gpu_and_compute_instance() -> None:
     assert plain.gpu_instance_id is None and plain.compute_instance_id is None
 
 
+def test_driver_loads_and_gpu_reenumerations_are_markers_in_log_order() -> None:
+    from gputui.xid import DRIVER_LOADED, GPU_REINITIALIZED, kernel_log_events
+
+    lines = [
+        klog.stamped(5.0, klog.PCI_ADDED_GPU_OLD),
+        klog.stamped(9.0, klog.DRIVER_LOAD_PROPRIETARY),
+        klog.stamped(50.0, "NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus."),
+        klog.stamped(60.0, klog.PCI_ADDED_AUDIO),  # not a GPU
+        klog.stamped(61.0, "pci 0000:99:00.0: [10de:20b5] type 00 class 0x030200"),  # not ours
+        klog.stamped(62.0, klog.PCI_ADDED_GPU_NEW),
+        klog.stamped(70.0, klog.DRIVER_LOAD_OPEN),
+    ]
+    events = kernel_log_events(_a100_node(), lines, boot_time=1000.0)
+    assert [(e.kind, e.gpu_index, e.timestamp) for e in events] == [
+        (GPU_REINITIALIZED, 0, 1005.0),
+        (DRIVER_LOADED, None, 1009.0),
+        ("xid", 0, 1050.0),
+        (GPU_REINITIALIZED, 0, 1062.0),
+        (DRIVER_LOADED, None, 1070.0),
+    ]
+    assert all(e.source == "kernel_log" for e in events)
+    assert (
+        events[1].message == "NVIDIA UNIX x86_64 Kernel Module 340.65 Tue Dec 2 09:50:34 PST 2014"
+    )
+    loaded = events[4].message or ""
+    assert loaded.startswith("NVIDIA UNIX Open Kernel Module for x86_64 525.60.11 Release Build")
+    # kernel_log_xids keeps its meaning: the XIDs alone
+    assert [e.kind for e in kernel_log_xids(_a100_node(), lines, boot_time=1000.0)] == ["xid"]
+
+
 def test_kernel_log_xids_without_boot_time_stamps_now() -> None:
     events = kernel_log_xids(_node(), ["NVRM: Xid (PCI:0000:18:00): 31, pid=5"], now=42.0)
     assert len(events) == 1 and events[0].timestamp == 42.0 and events[0].gpu_index == 0

@@ -372,7 +372,9 @@ class GpuEvent:
 
     timestamp: float
     kind: str
-    """``xid``, ``ecc_double_bit``, ``ecc_single_bit``, ``gpu_lost`` ..."""
+    """``xid``, ``ecc_double_bit``, ``ecc_single_bit``, ``gpu_lost`` ...; from the kernel log
+    also ``driver_loaded`` (node-wide) and ``gpu_reinitialized`` (one GPU found on the PCI bus
+    again), which are no faults but mark XIDs before them as history."""
     gpu_index: int | None = None
     code: int | None = None
     """The XID number for ``xid`` events."""

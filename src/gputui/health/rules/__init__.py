@@ -4,9 +4,10 @@ findings of one severity are listed in (hardware faults before busy GPUs). Thres
 dashboard colours too live in :mod:`gputui.health.levels`.
 
 The rules live by subject: :mod:`.node` (driver, GPUs lost or missing), :mod:`.events` (XIDs and
-other events), :mod:`.memory` (ECC, retired pages, row remapping), :mod:`.clocks` (slowdowns,
-power, temperature, persistence), :mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`; what
-they read is :class:`.context.RuleContext`.
+other events; :mod:`.aging` says when a kernel-log XID is history), :mod:`.memory` (ECC, retired
+pages, row remapping), :mod:`.clocks` (slowdowns, power, temperature, persistence),
+:mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`; what they read is
+:class:`.context.RuleContext`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "not_responding": (rule_not_responding, "fail: NVML / AMD-SMI or a GPU not answering"),
     "gpu_lost": (rule_gpu_lost, "fail: GPU lost (fallen off the bus)"),
     "gpu_count": (rule_gpu_count, "fail: fewer GPUs than expected (--expect-gpus or Slurm)"),
-    "xid": (rule_xid, "fail/warn/info: XID errors, graded by code, kept until acknowledged"),
+    "xid": (
+        rule_xid,
+        "fail/warn/info: XID errors, graded by code, kept until acknowledged; info once the "
+        "driver reloaded, the GPU was re-enumerated or --xid-window passed (kernel log)",
+    ),
     "gpu_event": (rule_gpu_event, "fail/info: ECC and GPU-lost events, kept until acknowledged"),
     "ecc_uncorrected": (rule_ecc_uncorrected, "fail: volatile uncorrected ECC errors"),
     "ecc_aggregate": (
