@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.fakes import kernel_log as klog
 from tests.test_cli import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
 from gputui.commands import check
-from gputui.fakeclock import FakeClock
+from gputui.fakeclock import T0, FakeClock
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 
@@ -263,3 +264,67 @@ def test_crowded_node_check_is_healthy(capsys) -> None:
     code, out = run("sim:crowded", capsys)
     assert code == 0
     assert "250 processes" in out
+
+
+# -- XIDs from the kernel log: MIG lines, and XIDs that no longer count --------------------------
+
+XID79_GPU0 = "NVRM: Xid (PCI:0000:17:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+
+
+def booted_hours_ago(monkeypatch, hours: float) -> None:
+    """The node booted this long before the check's fake clock starts (kernel-log stamps count
+    from boot)."""
+    monkeypatch.setattr("gputui.xid.boot_time", lambda: T0 - hours * 3600)
+
+
+def test_mig_xid_in_the_kernel_log_names_the_instance(monkeypatch, capsys) -> None:
+    booted_hours_ago(monkeypatch, 1)
+    gpu0_gi7 = klog.MIG_XID_GI_CI.replace(
+        "0000:17:00 GPU-I:05 GPU-CI:02", "0000:18:00 GPU-I:07 GPU-CI:00"
+    )
+    log = [klog.stamped(1234.5, gpu0_gi7)]
+    code, out = run("sim:mig", capsys, ignore={"other_processes"}, kernel_log=lambda: log)
+    assert code == 1
+    assert "warn  GPU 0   XID 94 on GPU 0 (MIG 1g.10gb GI 7 CI 0): contained ECC error" in out
+
+
+def test_xid_before_a_driver_reload_does_not_fail_the_check(monkeypatch, capsys) -> None:
+    booted_hours_ago(monkeypatch, 2)
+    log = [klog.stamped(600.0, XID79_GPU0), klog.stamped(900.0, klog.DRIVER_LOAD_OPEN)]
+    data = run_json("sim:a100-pcie", capsys, ignore={"other_processes"}, kernel_log=lambda: log)
+    assert data["verdict"] == "healthy"
+    (f,) = data["findings"]
+    assert (f["rule"], f["severity"], f["gpu_index"]) == ("xid", "info", 0)
+    assert "history: the NVIDIA driver was loaded again at" in f["message"]
+    # near miss: the same XID after the reload fails the check
+    log.append(klog.stamped(1200.0, XID79_GPU0))
+    assert run("sim:a100-pcie", capsys, ignore={"other_processes"}, kernel_log=lambda: log)[0] == 2
+
+
+def test_xid_older_than_the_window_does_not_fail_the_check(monkeypatch, capsys) -> None:
+    booted_hours_ago(monkeypatch, 30)
+    log = [klog.stamped(600.0, XID79_GPU0)]  # 29.8 hours before the check
+    opts = {"ignore": {"other_processes"}, "kernel_log": lambda: log}
+    code, out = run("sim:a100-pcie", capsys, **opts)
+    assert code == 0 and "older than the 24 h window" in out
+    assert run("sim:a100-pcie", capsys, xid_window_hours=48, **opts)[0] == 2
+    assert run("sim:a100-pcie", capsys, xid_window_hours=None, **opts)[0] == 2
+    # without the boot time the log's stamps cannot be placed: the XID counts (never a false
+    # "healthy")
+    monkeypatch.setattr("gputui.xid.boot_time", lambda: None)
+    assert run("sim:a100-pcie", capsys, **opts)[0] == 2
+
+
+@pytest.mark.parametrize(("value", "hours"), [("24", 24.0), ("1.5", 1.5), ("0", None)])
+def test_xid_window_option(value: str, hours: float | None) -> None:
+    assert cli.build_parser().parse_args(["check", "--xid-window", value]).xid_window == hours
+    assert cli.build_parser().parse_args(["check"]).xid_window == 24.0
+
+
+@pytest.mark.parametrize("value", ["-1", "day", "99999"])
+def test_bad_xid_window_is_an_argument_error(value: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["check", "--demo", "--xid-window", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --xid-window: " in err and "Traceback" not in err

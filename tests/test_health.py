@@ -31,6 +31,7 @@ from gputui.model import (
     GpuSample,
     LinkInfo,
     LinkSample,
+    MigDeviceInfo,
     NodeInfo,
     ProcessSample,
     Snapshot,
@@ -171,6 +172,92 @@ def test_xid_graded_with_meaning() -> None:
     assert run("xid", snap(), events=(ecc,)) == []
 
 
+def _kxid(code: int, gpu: int | None = 0, t: float = T) -> GpuEvent:
+    return GpuEvent(timestamp=t, kind="xid", gpu_index=gpu, code=code, source="kernel_log")
+
+
+def _marker(kind: str, t: float, gpu: int | None = None) -> GpuEvent:
+    return GpuEvent(timestamp=t, kind=kind, gpu_index=gpu, source="kernel_log")
+
+
+def _mig_info(*instances: tuple[int, int]) -> GpuInfo:
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    devices = tuple(
+        MigDeviceInfo(0, gpu_instance_id=gi, compute_instance_id=ci, uuid=f"MIG-{gi}", name=name)
+        for gi, ci in instances
+    )
+    return info(0, mig_enabled=True, mig_devices=devices)
+
+
+def test_xid_on_a_mig_instance_names_it() -> None:
+    def mig_xid(gi: int, ci: int | None) -> GpuEvent:
+        return GpuEvent(T, "xid", gpu_index=0, code=94, gpu_instance_id=gi, compute_instance_id=ci)
+
+    node = snap(infos=(_mig_info((5, 2), (6, 0), (6, 1)),))
+    found = {f.key: f for f in run("xid", node, events=(mig_xid(5, 2), mig_xid(6, None)))}
+    assert set(found) == {"xid:0:94:gi5:ci2", "xid:0:94:gi6"}  # one finding per instance
+    assert found["xid:0:94:gi5:ci2"].message == (
+        "XID 94 on GPU 0 (MIG 1g.10gb GI 5 CI 2): contained ECC error (only the affected "
+        "application was stopped)"
+    )
+    # GPU instance 6 has two compute instances: the profile is not guessed
+    assert found["xid:0:94:gi6"].message.startswith("XID 94 on GPU 0 (MIG GI 6):")
+    assert found["xid:0:94:gi5:ci2"].severity == "warn" and found["xid:0:94:gi5:ci2"].gpu_index == 0
+    # near miss: without MIG attribution, as before
+    (f,) = run("xid", node, events=(_xid(94, 0),))
+    assert f.key == "xid:0:94" and f.message.startswith("XID 94 on GPU 0: ")
+
+
+def test_kernel_log_xid_before_a_driver_load_is_history() -> None:
+    from gputui.format import fmt_datetime
+
+    events = (_kxid(79, 0, T - 3600), _marker("driver_loaded", T - 1800))
+    (f,) = run("xid", snap(), events=events)
+    assert f.severity == "info" and f.key == "xid:0:79" and f.first_seen == T - 3600
+    assert f.message == (
+        f"XID 79 on GPU 0 at {fmt_datetime(T - 3600)}: GPU has fallen off the bus; history: the "
+        f"NVIDIA driver was loaded again at {fmt_datetime(T - 1800)}, so it no longer counts"
+    )
+    assert "happens again" in f.hint and "--xid-window" in f.hint
+    # near misses: an XID after the load counts, and so does one NVML delivered live
+    (f,) = run("xid", snap(), events=(*events, _kxid(79, 0, T - 60)))
+    assert f.severity == "fail" and (f.first_seen, f.last_seen) == (T - 60, T - 60)
+    assert "(×" not in f.message and "history" not in f.message
+    (f,) = run("xid", snap(), events=(_xid(79, 0, T - 3600), events[1]))
+    assert f.severity == "fail"
+    # the markers are no faults of their own
+    assert run("gpu_event", snap(), events=events) == []
+
+
+def test_kernel_log_xid_before_its_gpu_was_reenumerated_is_history() -> None:
+    events = (
+        _kxid(79, 0, T - 3600),
+        _kxid(79, 1, T - 3600),
+        _marker("gpu_reinitialized", T - 60, 0),
+    )
+    found = {f.gpu_index: f for f in run("xid", snap((sample(0), sample(1))), events=events)}
+    assert found[0].severity == "info" and "found on the PCI bus again" in found[0].message
+    assert found[1].severity == "fail"  # another GPU's re-enumeration does not age it
+    assert run("gpu_event", snap(), events=events[2:]) == []
+
+
+def test_kernel_log_xid_older_than_the_window_is_history() -> None:
+    day = 24 * 3600
+    old, recent = _kxid(48, 0, T - day - 60), _kxid(48, 1, T - day + 60)
+    found = {f.gpu_index: f for f in run("xid", snap((sample(0), sample(1))), events=(old, recent))}
+    assert found[0].severity == "info" and "older than the 24 h window" in found[0].message
+    assert found[1].severity == "fail"
+    # a narrower window ages the other one too; no window ages neither
+    two = snap((sample(0), sample(1)))
+    narrow = HealthConfig(current_user="me", xid_window_hours=12)
+    assert {f.severity for f in run("xid", two, narrow, events=(old, recent))} == {"info"}
+    none = HealthConfig(current_user="me", xid_window_hours=None)
+    assert {f.severity for f in run("xid", two, none, events=(old, recent))} == {"fail"}
+    # XIDs the driver delivered live never age
+    (f,) = run("xid", snap(), events=(_xid(48, 0, T - 3 * day),))
+    assert f.severity == "fail"
+
+
 def test_gpu_event() -> None:
     dbe = GpuEvent(timestamp=T, kind="ecc_double_bit", gpu_index=2)
     sbe = GpuEvent(timestamp=T, kind="ecc_single_bit", gpu_index=2)
@@ -188,11 +275,29 @@ def test_ecc_uncorrected() -> None:
 
 
 def test_ecc_aggregate() -> None:
-    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)))
+    # a page-retirement GPU (V100): it does not answer the remapped-rows fields
+    v100 = {"remapped_rows_pending": None, "remapped_rows_failure": None}
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3, **v100),)))
     assert f.severity == "warn" and "3 uncorrected" in f.message and "up from" not in f.message
-    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)), ecc_baseline={0: 1})
+    grown = snap((sample(ecc_aggregate_uncorrected=3, **v100),))
+    (f,) = run("ecc_aggregate", grown, ecc_baseline={0: 1})
     assert "up from 1" in f.message
     assert run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=0),))) == []
+
+
+def test_ecc_aggregate_is_history_on_gpus_that_remap_rows() -> None:
+    # A100 / H100 answer the remapped-rows fields: lifetime errors are history there; a pending
+    # or failed remap is what needs action, and the row_remap rule judges it
+    (f,) = run("ecc_aggregate", snap((sample(ecc_aggregate_uncorrected=3),)), ecc_baseline={0: 1})
+    assert f.severity == "info" and "3 uncorrected" in f.message and "up from 1" in f.message
+    assert "row_remap" in f.hint
+    counts_only = sample(
+        ecc_aggregate_uncorrected=3,
+        remapped_rows_pending=None,
+        remapped_rows_failure=None,
+        remapped_rows_uncorrectable=2,
+    )
+    assert run("ecc_aggregate", snap((counts_only,)))[0].severity == "info"
 
 
 def test_retired_pages() -> None:
@@ -215,6 +320,17 @@ def test_ecc_disabled_on_datacenter_only() -> None:
     consumer = info(name="NVIDIA GeForce RTX 4090", ecc_enabled=False)
     assert run("ecc_disabled", snap(infos=(consumer,))) == []
     assert run("ecc_disabled", snap(infos=(info(ecc_enabled=True),))) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "judged"), [("vgpu", False), ("passthrough", True), ("none", True), (None, True)]
+)
+def test_ecc_and_persistence_off_not_judged_in_a_vgpu_guest(mode: str | None, judged: bool) -> None:
+    # a vGPU guest cannot change ECC or persistence (the host owns the physical GPU); a
+    # passthrough GPU (a whole GPU in a VM, as on the real H100 in tests/data/real) is bare metal
+    off = snap(infos=(info(ecc_enabled=False, persistence_mode=False, virtualization_mode=mode),))
+    assert len(run("ecc_disabled", off)) == int(judged)
+    assert len(run("persistence_mode", off, platform="linux")) == int(judged)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.fakes import kernel_log as klog
 
 from gputui.model import GpuInfo, NodeInfo
 from gputui.xid import (
@@ -43,7 +44,9 @@ def test_table_covers_required_codes_with_words() -> None:
 @pytest.mark.parametrize(
     ("code", "severity"),
     [(13, "info"), (31, "info"), (43, "info"), (63, "warn"), (94, "warn"), (48, "fail"),
-     (79, "fail"), (95, "fail"), (119, "fail"), (64, "fail"), (74, "fail")],
+     (79, "fail"), (95, "fail"), (119, "fail"), (64, "fail"), (74, "fail"),
+     # application errors for NVIDIA's device plugin (k8s-device-plugin issue #1340)
+     (68, "warn"), (109, "warn")],
 )  # fmt: skip
 def test_grading(code: int, severity: str) -> None:
     assert describe_xid(code)[0] == severity
@@ -86,6 +89,55 @@ def test_kernel_log_xids_maps_bus_ids_and_times() -> None:
     assert events[0].timestamp == pytest.approx(1000.0 + 4909.92297)
     assert events[0].kind == "xid" and events[0].source == "kernel_log"
     assert events[0].message is not None and "fallen off the bus" in events[0].message
+
+
+def _a100_node() -> NodeInfo:
+    gpu = GpuInfo(index=0, name="NVIDIA A100 80GB PCIe", uuid="GPU-a", vendor="nvidia",
+                  pci_bus_id="00000000:17:00.0")  # fmt: skip
+    return NodeInfo(hostname="n", backend="nvml", gpus=(gpu,))
+
+
+def test_mig_xid_lines_keep_the_gpu_and_compute_instance() -> None:
+    lines = [klog.stamped(10.0, klog.MIG_XID_GI_CI), klog.stamped(11.0, klog.MIG_XID_GI)]
+    both, gi_only = kernel_log_xids(_a100_node(), lines, boot_time=100.0)
+    assert (both.gpu_index, both.code) == (0, 94)
+    assert (both.gpu_instance_id, both.compute_instance_id) == (5, 2)
+    assert both.message is not None and both.message.startswith("pid=1234, name=python")
+    assert (gi_only.gpu_index, gi_only.gpu_instance_id, gi_only.compute_instance_id) == (0, 5, None)
+    assert gi_only.timestamp == pytest.approx(111.0)
+    # near miss: a line without MIG attribution has no instance
+    (plain,) = kernel_log_xids(_a100_node(), ["NVRM: Xid (PCI:0000:17:00): 94, pid=1, x"])
+    assert plain.gpu_instance_id is None and plain.compute_instance_id is None
+
+
+def test_driver_loads_and_gpu_reenumerations_are_markers_in_log_order() -> None:
+    from gputui.xid import DRIVER_LOADED, GPU_REINITIALIZED, kernel_log_events
+
+    lines = [
+        klog.stamped(5.0, klog.PCI_ADDED_GPU_OLD),
+        klog.stamped(9.0, klog.DRIVER_LOAD_PROPRIETARY),
+        klog.stamped(50.0, "NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus."),
+        klog.stamped(60.0, klog.PCI_ADDED_AUDIO),  # not a GPU
+        klog.stamped(61.0, "pci 0000:99:00.0: [10de:20b5] type 00 class 0x030200"),  # not ours
+        klog.stamped(62.0, klog.PCI_ADDED_GPU_NEW),
+        klog.stamped(70.0, klog.DRIVER_LOAD_OPEN),
+    ]
+    events = kernel_log_events(_a100_node(), lines, boot_time=1000.0)
+    assert [(e.kind, e.gpu_index, e.timestamp) for e in events] == [
+        (GPU_REINITIALIZED, 0, 1005.0),
+        (DRIVER_LOADED, None, 1009.0),
+        ("xid", 0, 1050.0),
+        (GPU_REINITIALIZED, 0, 1062.0),
+        (DRIVER_LOADED, None, 1070.0),
+    ]
+    assert all(e.source == "kernel_log" for e in events)
+    assert (
+        events[1].message == "NVIDIA UNIX x86_64 Kernel Module 340.65 Tue Dec 2 09:50:34 PST 2014"
+    )
+    loaded = events[4].message or ""
+    assert loaded.startswith("NVIDIA UNIX Open Kernel Module for x86_64 525.60.11 Release Build")
+    # kernel_log_xids keeps its meaning: the XIDs alone
+    assert [e.kind for e in kernel_log_xids(_a100_node(), lines, boot_time=1000.0)] == ["xid"]
 
 
 def test_kernel_log_xids_without_boot_time_stamps_now() -> None:

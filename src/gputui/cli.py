@@ -42,6 +42,16 @@ def _timeout(text: str) -> float:
     return value
 
 
+def _xid_window(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not 0 <= value <= 24 * 366:
+        raise argparse.ArgumentTypeError("the XID window must be between 0 and 8784 hours")
+    return value or None
+
+
 def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """Options accepted both before and after a sub-command (``gputui --demo snapshot`` and
     ``gputui snapshot --demo``). Sub-parsers use SUPPRESS defaults so they do not overwrite a
@@ -140,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the GPUs must be free (a Slurm prolog): other users' processes or GPU memory in "
         "use fail the check (by default they are reported as information)",
+    )
+    check.add_argument(
+        "--xid-window",
+        type=_xid_window,
+        default=24.0,
+        metavar="HOURS",
+        help="XIDs in the kernel log older than this are history, reported as information "
+        "(default: 24; 0: no window). Those before a driver reload or the GPU's re-enumeration "
+        "always are",
     )
     check.add_argument(
         "--probe",
@@ -617,6 +636,7 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             as_json=args.json,
             probe=args.probe,
             timeout=args.timeout,
+            xid_window_hours=args.xid_window,
         )
     if command == "snapshot":
         from gputui.commands import snapshot

@@ -156,11 +156,20 @@ def fmt_duration(seconds: float | None) -> str:
 
 def fmt_clock(timestamp: float | None) -> str:
     """Local wall-clock time of a reading, ``HH:MM:SS``; :data:`NA` when unknown."""
+    return _local_time(timestamp, "%H:%M:%S")
+
+
+def fmt_datetime(timestamp: float | None) -> str:
+    """Local date and time, ``2026-11-27 00:18:05``; :data:`NA` when unknown."""
+    return _local_time(timestamp, "%Y-%m-%d %H:%M:%S")
+
+
+def _local_time(timestamp: float | None, form: str) -> str:
     if _is_missing(timestamp):
         return NA
     assert timestamp is not None
     try:
-        return time.strftime("%H:%M:%S", time.localtime(timestamp))
+        return time.strftime(form, time.localtime(timestamp))
     except (OverflowError, OSError, ValueError):  # beyond any date: not a real reading
         return NA
 
@@ -631,6 +640,7 @@ __all__ = [
     "fmt_bytes",
     "fmt_bytes_pair",
     "fmt_clock",
+    "fmt_datetime",
     "fmt_duration",
     "fmt_elapsed",
     "fmt_interval",

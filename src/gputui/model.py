@@ -398,13 +398,21 @@ class GpuEvent:
 
     timestamp: float
     kind: str
-    """``xid``, ``ecc_double_bit``, ``ecc_single_bit``, ``gpu_lost`` ..."""
+    """``xid``, ``ecc_double_bit``, ``ecc_single_bit``, ``gpu_lost`` ...; from the kernel log
+    also ``driver_loaded`` (node-wide) and ``gpu_reinitialized`` (one GPU found on the PCI bus
+    again), which are no faults but mark XIDs before them as history."""
     gpu_index: int | None = None
     code: int | None = None
     """The XID number for ``xid`` events."""
     message: str | None = None
     source: str = "driver"
     """``driver`` (NVML / AMD-SMI events), ``kernel_log`` (dmesg) or ``sim``."""
+    gpu_instance_id: int | None = None
+    """MIG: the GPU instance the driver attributed the event to (``GPU-I:05`` in the kernel
+    log); None when the GPU is not in MIG mode or the driver did not say."""
+    compute_instance_id: int | None = None
+    """MIG: the compute instance within that GPU instance (``GPU-CI:02``), where the driver
+    says."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
 from gputui.health.verdict import CheckResult, evaluate
 from gputui.model import Finding, GpuEvent, Snapshot
 from gputui.report import render_check
@@ -55,6 +56,7 @@ def build_config(
     selection: Selection,
     ignore: Iterable[str] = (),
     require_idle: bool = False,
+    xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS,
 ) -> HealthConfig:
     """The health configuration of a check."""
     return HealthConfig(
@@ -63,6 +65,7 @@ def build_config(
         ignore=frozenset(ignore),
         require_idle=require_idle,
         torch_cuda_version=torch_cuda_version(),
+        xid_window_hours=xid_window_hours,
     )
 
 
@@ -117,6 +120,7 @@ def run_check(
     probe: bool = False,
     probe_options: Mapping[str, Any] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT_S,
+    xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS,
 ) -> int:
     """Open the backend, read twice, judge, print; returns the exit code.
 
@@ -129,7 +133,8 @@ def run_check(
     (rule ``probe``); ``probe_options`` go to :func:`gputui.probe.runner.probe_node`.
 
     ``kernel_log``: True reads the kernel log (not for a simulated node), a callable reads it
-    that way, None / False skips it. ``clock`` / ``sleep`` let tests run it instantly."""
+    that way, None / False skips it. ``xid_window_hours``: a kernel-log XID older than this is
+    history (None: no window). ``clock`` / ``sleep`` let tests run it instantly."""
     if isinstance(spec, str):
         spec = BackendSpec.parse(spec)
     started = time.monotonic()
@@ -158,6 +163,7 @@ def run_check(
             out=out,
             probe=probe,
             probe_options=probe_options,
+            xid_window_hours=xid_window_hours,
             started=started,
             deadline=(MAX_READING_WAIT_S if limit is None else min(MAX_READING_WAIT_S, limit / 2)),
         )
@@ -180,6 +186,7 @@ def _run_check(
     out: TextIO | None,
     probe: bool,
     probe_options: Mapping[str, Any] | None,
+    xid_window_hours: float | None,
     started: float,
     deadline: float,
 ) -> int:
@@ -222,6 +229,7 @@ def _run_check(
             selection=selection,
             ignore=ignore,
             require_idle=require_idle,
+            xid_window_hours=xid_window_hours,
         )
         if config.torch_cuda_version is None:
             not_checked.append(
@@ -306,7 +314,8 @@ class Watchdog:
 def _kernel_log_events(
     session: Session, kernel_log: KernelLogReader | bool | None, not_checked: list[str]
 ) -> list[GpuEvent]:
-    """XIDs the kernel logged since boot (stamped with the time each happened)."""
+    """XIDs the kernel logged since boot (stamped with the time each happened), and the driver
+    loads and GPU re-enumerations that make older ones history."""
     simulated = session.spec.simulated
     reader = _kernel_log_reader(kernel_log, simulated)
     if reader is None:
@@ -315,7 +324,7 @@ def _kernel_log_events(
         else:
             not_checked.append("kernel log: not read (XIDs from before this check)")
         return []
-    from gputui.xid import boot_time, kernel_log_xids
+    from gputui.xid import boot_time, kernel_log_events
 
     lines = reader()
     if lines is None:
@@ -324,7 +333,7 @@ def _kernel_log_events(
             "run as root or set kernel.dmesg_restrict=0"
         )
         return []
-    return list(kernel_log_xids(session.node, lines, boot_time=boot_time()))
+    return kernel_log_events(session.node, lines, boot_time=boot_time())
 
 
 def probe_findings(

@@ -12,6 +12,12 @@ from pathlib import Path
 
 GIB = 1024**3
 
+DEFAULT_XID_WINDOW_HOURS = 24.0
+"""How long an XID from the kernel log counts when nothing in the log says the GPU was
+initialised afresh since (a reset in place is not logged): a day, so a fault is still on the
+next daily review, and a GPU fixed by a reset is judged healthy again the day after, not only
+after a reboot."""
+
 
 def effective_user() -> str | None:
     """Name of the effective user, or None where it cannot be told."""
@@ -46,6 +52,9 @@ class HealthConfig:
     current_user: str | None = field(default_factory=effective_user)
     torch_cuda_version: str | None = None
     """CUDA version torch was built for (see :func:`torch_cuda_version`); None: unknown."""
+    xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS
+    """An XID read from the kernel log longer ago than this is history (``info``); None: no
+    window (only a driver load or the GPU's re-enumeration after it makes it history)."""
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -97,4 +106,11 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts[:3]) if parts else None
 
 
-__all__ = ["GIB", "HealthConfig", "effective_user", "slurm_expected_gpus", "torch_cuda_version"]
+__all__ = [
+    "DEFAULT_XID_WINDOW_HOURS",
+    "GIB",
+    "HealthConfig",
+    "effective_user",
+    "slurm_expected_gpus",
+    "torch_cuda_version",
+]

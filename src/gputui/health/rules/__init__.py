@@ -4,9 +4,10 @@ findings of one severity are listed in (hardware faults before busy GPUs). Thres
 dashboard colours too live in :mod:`gputui.health.levels`.
 
 The rules live by subject: :mod:`.node` (driver, GPUs lost or missing), :mod:`.events` (XIDs and
-other events), :mod:`.memory` (ECC, retired pages, row remapping), :mod:`.clocks` (slowdowns,
-power, temperature, persistence), :mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`; what
-they read is :class:`.context.RuleContext`.
+other events; :mod:`.aging` says when a kernel-log XID is history), :mod:`.memory` (ECC, retired
+pages, row remapping), :mod:`.clocks` (slowdowns, power, temperature, persistence),
+:mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`; what they read is
+:class:`.context.RuleContext`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gputui.health.rules.clocks import (
     rule_temperature,
     rule_throttle,
 )
-from gputui.health.rules.context import RuleContext, RuleFn, is_datacenter_gpu
+from gputui.health.rules.context import RuleContext, RuleFn, is_datacenter_gpu, is_vgpu_guest
 from gputui.health.rules.events import event_key, rule_gpu_event, rule_xid
 from gputui.health.rules.links import (
     rule_nvlink_down,
@@ -51,13 +52,23 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "not_responding": (rule_not_responding, "fail: NVML / AMD-SMI or a GPU not answering"),
     "gpu_lost": (rule_gpu_lost, "fail: GPU lost (fallen off the bus)"),
     "gpu_count": (rule_gpu_count, "fail: fewer GPUs than expected (--expect-gpus or Slurm)"),
-    "xid": (rule_xid, "fail/warn/info: XID errors, graded by code, kept until acknowledged"),
+    "xid": (
+        rule_xid,
+        "fail/warn/info: XID errors, graded by code, kept until acknowledged; info once the "
+        "driver reloaded, the GPU was re-enumerated or --xid-window passed (kernel log)",
+    ),
     "gpu_event": (rule_gpu_event, "fail/info: ECC and GPU-lost events, kept until acknowledged"),
     "ecc_uncorrected": (rule_ecc_uncorrected, "fail: volatile uncorrected ECC errors"),
-    "ecc_aggregate": (rule_ecc_aggregate, "warn: lifetime uncorrected ECC errors (nonzero)"),
+    "ecc_aggregate": (
+        rule_ecc_aggregate,
+        "warn: lifetime uncorrected ECC errors (nonzero); info on GPUs that remap rows",
+    ),
     "retired_pages": (rule_retired_pages, "fail: retired pages pending (reset needed)"),
     "row_remap": (rule_row_remap, "fail: row remap failure (RMA); warn: remap pending (reset)"),
-    "ecc_disabled": (rule_ecc_disabled, "warn: ECC disabled on an HBM datacenter GPU"),
+    "ecc_disabled": (
+        rule_ecc_disabled,
+        "warn: ECC disabled on an HBM datacenter GPU (not judged in a vGPU guest)",
+    ),
     "throttle": (
         rule_throttle,
         "fail: HW slowdown / HW thermal / power brake; warn: SW thermal (each timed by the "
@@ -77,7 +88,10 @@ RULES: dict[str, tuple[RuleFn, str]] = {
         rule_nvlink_fabric,
         "fail: NVSwitch fabric set-up failed; warn: not finished (no NVLink traffic yet)",
     ),
-    "persistence_mode": (rule_persistence_mode, "warn: persistence mode off (Linux, datacenter)"),
+    "persistence_mode": (
+        rule_persistence_mode,
+        "warn: persistence mode off (Linux, datacenter; not judged in a vGPU guest)",
+    ),
     "other_processes": (
         rule_other_processes,
         "info (fail with --require-idle): other users' processes or memory in use",
@@ -112,4 +126,5 @@ __all__ = [
     "RuleFn",
     "event_key",
     "is_datacenter_gpu",
+    "is_vgpu_guest",
 ]

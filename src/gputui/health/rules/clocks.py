@@ -8,7 +8,12 @@ from collections.abc import Iterable
 from gputui.format import fmt_temp, fmt_watts
 from gputui.health import hints
 from gputui.health.levels import temperature_level
-from gputui.health.rules.context import RuleContext, finding, is_datacenter_gpu
+from gputui.health.rules.context import (
+    RuleContext,
+    finding,
+    is_datacenter_gpu,
+    is_vgpu_guest,
+)
 from gputui.model import THROTTLE_TROUBLE, Finding, Severity, describe_throttle
 
 
@@ -90,6 +95,7 @@ def rule_persistence_mode(ctx: RuleContext) -> Iterable[Finding]:
             and info.vendor == "nvidia"
             and info.persistence_mode is False
             and is_datacenter_gpu(info)
+            and not is_vgpu_guest(info)
         ):
             yield finding(
                 "persistence_mode",

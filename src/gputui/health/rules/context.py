@@ -35,6 +35,13 @@ def is_datacenter_gpu(info: GpuInfo) -> bool:
     return bool(_HBM_CLASS.search(name))
 
 
+def is_vgpu_guest(info: GpuInfo) -> bool:
+    """A vGPU inside a VM (NVML virtualization mode ``VGPU``): the hypervisor host owns the
+    physical GPU's ECC mode and driver state, so the guest cannot change either. A passthrough
+    GPU (a whole GPU in a VM) is not one: its guest owns it as on bare metal."""
+    return info.virtualization_mode == "vgpu"
+
+
 def gib(value: float | None) -> str:
     """Binary sizes with binary units: ``1.25 GiB`` (never "GB" for a GiB figure)."""
     text = fmt_bytes(value, space=True)

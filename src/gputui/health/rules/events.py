@@ -1,20 +1,32 @@
-"""Rules over events (XIDs, ECC and GPU-lost events): findings listed until acknowledged."""
+"""Rules over events (XIDs, ECC and GPU-lost events): findings listed until acknowledged.
+
+An XID from the kernel log that no longer counts (see :mod:`.aging`) is ``info``, saying when it
+happened and why; an XID on a MIG instance names the instance."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from gputui.format import fmt_datetime
 from gputui.health import hints
+from gputui.health.rules.aging import HISTORY_HINT, history_reason, markers
 from gputui.health.rules.context import RuleContext
+from gputui.mig import mig_profile
 from gputui.model import Finding, GpuEvent, Severity
-from gputui.xid import XID_TABLE, describe_xid, xid_hint
+from gputui.xid import KERNEL_LOG_MARKERS, XID_TABLE, describe_xid, xid_hint
 
 
 def event_key(event: GpuEvent) -> str:
     gpu = "node" if event.gpu_index is None else event.gpu_index
     if event.kind == "xid":
-        return f"xid:{gpu}:{event.code}"
+        return f"xid:{gpu}:{event.code}" + _instance_key(event)
     return f"gpu_event:{gpu}:{event.kind}"
+
+
+def _instance_key(event: GpuEvent) -> str:
+    """``:gi5:ci2`` for an XID the driver attributed to a MIG instance, else ``""``."""
+    key = "" if event.gpu_instance_id is None else f":gi{event.gpu_instance_id}"
+    return key + ("" if event.compute_instance_id is None else f":ci{event.compute_instance_id}")
 
 
 def _grouped(
@@ -28,14 +40,20 @@ def _grouped(
 
 
 def _event_finding(
-    rule: str, key: str, severity: Severity, message: str, hint: str, group: list[GpuEvent]
+    rule: str,
+    key: str,
+    severity: Severity,
+    message: str,
+    hint: str,
+    group: list[GpuEvent],
+    after: str = "",
 ) -> Finding:
     times = [e.timestamp for e in group]
     count = f" (×{len(group)})" if len(group) > 1 else ""
     return Finding(
         rule=rule,
         severity=severity,
-        message=message + count,
+        message=message + count + after,
         hint=hint,
         gpu_index=group[0].gpu_index,
         key=key,
@@ -45,15 +63,45 @@ def _event_finding(
 
 
 def rule_xid(ctx: RuleContext) -> Iterable[Finding]:
+    marks = markers(ctx.events)
     for key, group in _grouped(ctx.events, lambda e: e.kind == "xid").items():
         code = group[0].code if group[0].code is not None else -1
         severity, meaning = describe_xid(code)
-        where = "" if group[0].gpu_index is None else f" on GPU {group[0].gpu_index}"
-        if code in XID_TABLE:
-            message = f"XID {code}{where}: {meaning}"
-        else:
-            message = f"XID {code}{where} (see NVIDIA's XID catalog)"
-        yield _event_finding("xid", key, severity, message, xid_hint(code), group)
+        where = _xid_where(group[0], ctx)
+        text = f": {meaning}" if code in XID_TABLE else " (see NVIDIA's XID catalog)"
+        reasons = [history_reason(e, marks, ctx) for e in group]
+        current = [e for e, reason in zip(group, reasons, strict=True) if reason is None]
+        if current:
+            message = f"XID {code}{where}{text}"
+            yield _event_finding("xid", key, severity, message, xid_hint(code), current)
+            continue
+        last, reason = max(zip(group, reasons, strict=True), key=lambda pair: pair[0].timestamp)
+        at = f"{'last ' if len(group) > 1 else ''}at {fmt_datetime(last.timestamp)}"
+        after = f"; history: {reason}, so it no longer counts"
+        message = f"XID {code}{where} {at}{text}"
+        yield _event_finding("xid", key, "info", message, HISTORY_HINT, group, after)
+
+
+def _xid_where(event: GpuEvent, ctx: RuleContext) -> str:
+    """`` on GPU 0``, and the MIG instance the driver named: `` on GPU 0 (MIG 1g.10gb GI 5
+    CI 2)``; the profile where the GPU lists one such instance."""
+    where = "" if event.gpu_index is None else f" on GPU {event.gpu_index}"
+    gi, ci = event.gpu_instance_id, event.compute_instance_id
+    if gi is None:
+        return where
+    info = None if event.gpu_index is None else ctx.snapshot.node.gpu(event.gpu_index)
+    matching = [
+        m
+        for m in (info.mig_devices if info is not None else ())
+        if m.gpu_instance_id == gi and (ci is None or m.compute_instance_id == ci)
+    ]
+    words = ["MIG"]
+    if len(matching) == 1 and matching[0].name:
+        words.append(mig_profile(matching[0].name))
+    words.append(f"GI {gi}")
+    if ci is not None:
+        words.append(f"CI {ci}")
+    return f"{where} ({' '.join(words)})"
 
 
 _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
@@ -76,7 +124,10 @@ _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
 
 
 def rule_gpu_event(ctx: RuleContext) -> Iterable[Finding]:
-    for key, group in _grouped(ctx.events, lambda e: e.kind != "xid").items():
+    def accept(e: GpuEvent) -> bool:
+        return e.kind != "xid" and e.kind not in KERNEL_LOG_MARKERS
+
+    for key, group in _grouped(ctx.events, accept).items():
         first = group[0]
         known = _EVENT_KINDS.get(first.kind)
         severity, words, hint = known or (

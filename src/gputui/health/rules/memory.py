@@ -1,12 +1,24 @@
-"""Rules about GPU memory health: ECC errors, retired pages, row remapping, ECC turned off."""
+"""Rules about GPU memory health: ECC errors, retired pages, row remapping, ECC turned off.
+
+Lifetime uncorrected ECC errors are history on a GPU that remaps rows (A100, H100 and later:
+the remapped-rows fields answer). NVIDIA's "GPU Memory Error Management" guide: uncorrectable
+errors there are contained to the application that hit them, the page is offlined at once and
+the row remapped at the next reset; what needs action is a remap pending (reset) or a remap
+failure (RMA), which :func:`rule_row_remap` judges. On page-retirement GPUs the lifetime count
+stays a warning."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from gputui.health import hints
-from gputui.health.rules.context import RuleContext, finding, is_datacenter_gpu
-from gputui.model import Finding
+from gputui.health.rules.context import (
+    RuleContext,
+    finding,
+    is_datacenter_gpu,
+    is_vgpu_guest,
+)
+from gputui.model import Finding, GpuSample
 
 
 def rule_ecc_uncorrected(ctx: RuleContext) -> Iterable[Finding]:
@@ -23,6 +35,18 @@ def rule_ecc_uncorrected(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+def remaps_rows(s: GpuSample) -> bool:
+    """The GPU answers the remapped-rows fields: it remaps rows (Ampere and later datacenter
+    GPUs) instead of retiring pages."""
+    fields = (
+        s.remapped_rows_correctable,
+        s.remapped_rows_uncorrectable,
+        s.remapped_rows_pending,
+        s.remapped_rows_failure,
+    )
+    return any(value is not None for value in fields)
+
+
 def rule_ecc_aggregate(ctx: RuleContext) -> Iterable[Finding]:
     for _info, s in ctx.live():
         count = s.ecc_aggregate_uncorrected
@@ -30,11 +54,22 @@ def rule_ecc_aggregate(ctx: RuleContext) -> Iterable[Finding]:
             continue
         base = ctx.ecc_baseline.get(s.index, count)
         growth = f", up from {base} when monitoring started" if count > base else ""
+        message = f"GPU {s.index}: {count} uncorrected ECC error(s) over its lifetime{growth}"
+        if remaps_rows(s):
+            yield finding(
+                "ecc_aggregate",
+                "info",
+                message + " (history: this GPU remaps the rows they hit)",
+                "nothing to do while no row remap is pending or failed (the row_remap rule "
+                "judges those)",
+                s.index,
+            )
+            continue
         yield finding(
             "ecc_aggregate",
             "warn",
-            f"GPU {s.index}: {count} uncorrected ECC error(s) over its lifetime{growth}",
-            "watch the count; if it grows, check row remapping and plan an RMA",
+            message,
+            "watch the count; if it grows, check the retired pages and plan an RMA",
             s.index,
         )
 
@@ -77,7 +112,12 @@ def rule_row_remap(ctx: RuleContext) -> Iterable[Finding]:
 
 def rule_ecc_disabled(ctx: RuleContext) -> Iterable[Finding]:
     for info, s in ctx.live():
-        if info is not None and info.ecc_enabled is False and is_datacenter_gpu(info):
+        if (
+            info is not None
+            and info.ecc_enabled is False
+            and is_datacenter_gpu(info)
+            and not is_vgpu_guest(info)
+        ):
             yield finding(
                 "ecc_disabled",
                 "warn",
