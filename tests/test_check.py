@@ -202,7 +202,7 @@ def test_json_schema(capsys) -> None:
 
 
 def test_no_gpu_exits_2_with_the_message(monkeypatch, capsys) -> None:
-    def refuse(spec: str = "auto", *, seed: int = 0):
+    def refuse(spec: str = "auto", *, seed: int = 0, **_options: object):
         raise NoBackend(REASONS)
 
     monkeypatch.setattr("gputui.backends.open_backend", refuse)

@@ -33,7 +33,7 @@ def run_gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[s
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    def refuse(spec: str = "auto", *, seed: int = 0):
+    def refuse(spec: str = "auto", *, seed: int = 0, **_options: object):
         raise NoBackend(REASONS)
 
     monkeypatch.setattr("gputui.backends.open_backend", refuse)

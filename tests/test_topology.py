@@ -323,7 +323,7 @@ def test_pcie_names_the_gpus_own_maximum_when_the_host_limits_it() -> None:
 
 @pytest.mark.parametrize("argv", [["topo"], ["topo", "--json"]])
 def test_topo_without_a_gpu_exits_2(monkeypatch, capsys, argv) -> None:
-    def refuse(spec: str = "auto", *, seed: int = 0):
+    def refuse(spec: str = "auto", *, seed: int = 0, **_options: object):
         raise NoBackend([("NVML", "libnvidia-ml.so.1 not found (no NVIDIA driver)")])
 
     monkeypatch.setattr("gputui.backends.open_backend", refuse)

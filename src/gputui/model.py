@@ -448,6 +448,9 @@ class NodeInfo:
     """None when the backend did not (or could not) discover the wiring."""
     simulated: bool = False
     """A simulated node (``--demo``): there is no real GPU to act on (probe, reset)."""
+    open_seconds: float | None = None
+    """How long opening the library and the GPUs took: seconds a GPU without persistence mode
+    spends being initialised show here (None for a simulated or replayed node)."""
     inaccessible_gpus: tuple[int, ...] = ()
     """Indices of GPUs the driver counts but this user may not open (NVML answers
     NO_PERMISSION: a container or cgroup denies their device nodes). Not in ``gpus``: not read,

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Literal
 
 from gputui import backends
-from gputui.backends.base import Backend
+from gputui.backends.base import Backend, OpenProgress
 from gputui.backends.spec import BACKEND_KINDS, DEFAULT_SIM_SCENARIO, SPEC_HELP, BackendSpec
 from gputui.model import NodeInfo
 from gputui.playback import Playback, RecordedFindings
@@ -100,6 +100,7 @@ def open_session(
     judge: Judging = "rules",
     deadline: float | None = None,
     defer_topology: bool = False,
+    progress: OpenProgress | None = None,
 ) -> Session:
     """Open ``spec`` and a sampler over it.
 
@@ -107,10 +108,11 @@ def open_session(
     machine's defaults (a live or simulated node) or the findings recorded with each reading (a
     replay); ``judge="none"`` attaches no evaluator. ``clock`` defaults to the wall clock, or the
     replay's clock; ``deadline`` is how long a reading may take (see :class:`Sampler`);
-    ``defer_topology`` leaves the wiring to the first reading (the dashboard's quick start). Raises
-    :class:`NoGpuError` or :class:`ReplayError`.
+    ``defer_topology`` leaves the wiring to the first reading (the dashboard's quick start);
+    ``progress`` follows a slow open GPU by GPU. Raises :class:`NoGpuError` or
+    :class:`ReplayError`.
     """
-    backend, node = _open_backend(spec, seed=seed, defer_topology=defer_topology)
+    backend, node = _open_backend(spec, seed=seed, defer_topology=defer_topology, progress=progress)
     sampler = sampler_for(
         backend,
         node,
@@ -151,12 +153,16 @@ def sampler_for(
 
 
 def _open_backend(
-    spec: BackendSpec, *, seed: int, defer_topology: bool = False
+    spec: BackendSpec,
+    *,
+    seed: int,
+    defer_topology: bool = False,
+    progress: OpenProgress | None = None,
 ) -> tuple[Backend, NodeInfo]:
     try:
-        if defer_topology:
-            return backends.open_backend(spec, seed=seed, defer_topology=True)
-        return backends.open_backend(spec, seed=seed)
+        return backends.open_backend(
+            spec, seed=seed, defer_topology=defer_topology, progress=progress
+        )
     except backends.NoBackend as exc:
         if spec.replayed:
             reason = exc.reasons[0][1] if exc.reasons else "cannot be read"

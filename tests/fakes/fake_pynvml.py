@@ -50,6 +50,7 @@ import functools
 import queue
 import struct
 import threading
+import time
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -300,12 +301,22 @@ class FakeGpu:
     # nvmlDeviceGetHandleByIndex_v2 returns NVML_ERROR_NO_PERMISSION for such device" -- a
     # container or cgroup that denies the GPU's /dev/nvidiaN does this.
     no_permission: bool = False
+    # Without persistence mode the driver initialises a GPU when a program first opens it, 1-3 s
+    # a GPU (NVIDIA's "Driver Persistence" docs; arrayfire #2467 "time of the first execution is
+    # proportional to the number of GPUs"): the first call that touches this GPU takes this long
+    # when ``persistence_mode`` is 0.
+    cold_open_s: float = 0.0
+    _opened: bool = False
     index: int = -1  # set by FakeNvml
     call_count: int = 0  # calls that touched this GPU (its handles and MIG handles)
 
     def check(self, name: str) -> None:
         """Fail the way NVML would for ``name`` on this GPU, or return."""
         self.call_count += 1
+        if not self._opened:
+            self._opened = True
+            if self.cold_open_s and not self.persistence_mode:
+                time.sleep(self.cold_open_s)
         if self.lost_after is not None and self.call_count > self.lost_after:
             self.lost = True
         if self.lost:

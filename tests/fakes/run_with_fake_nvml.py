@@ -6,6 +6,8 @@ to whole commands (check, export, record, the dashboard).
 ``FAKE_NVML_GPUS`` (default 2) sets the GPU count. ``FAKE_NVML_HANG`` makes the driver wedge:
 ``init`` (nvmlInit never returns), or ``GPU:CALLS`` (every call on GPU ``GPU`` blocks once it has
 answered ``CALLS`` calls). Nothing ever releases it: the process must cope on its own.
+``FAKE_NVML_COLD_OPEN=SECONDS`` turns persistence mode off on every GPU and makes the first
+call on each take that long (the driver initialising a GPU on first open).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ def main() -> int:
     hang = os.environ.get("FAKE_NVML_HANG", "")
     wedged = threading.Event()  # never set
     gpus = [FakeGpu() for _ in range(count)]
+    cold = float(os.environ.get("FAKE_NVML_COLD_OPEN", "0") or 0)
+    for gpu in gpus:
+        if cold:
+            gpu.persistence_mode = 0
+            gpu.cold_open_s = cold
     kwargs = {}
     if hang == "init":
         kwargs["init_hang"] = wedged

@@ -8,7 +8,10 @@ library costs nothing until it is asked for. Callers normally go through
 
 from __future__ import annotations
 
-from gputui.backends.base import Backend, BackendUnavailable
+import dataclasses
+import time
+
+from gputui.backends.base import Backend, BackendUnavailable, OpenProgress
 from gputui.backends.spec import BackendSpec
 from gputui.model import NodeInfo
 
@@ -45,9 +48,14 @@ def create_backend(spec: BackendSpec | str, *, seed: int = 0) -> Backend:
 
 
 def open_backend(
-    spec: BackendSpec | str = "auto", *, seed: int = 0, defer_topology: bool = False
+    spec: BackendSpec | str = "auto",
+    *,
+    seed: int = 0,
+    defer_topology: bool = False,
+    progress: OpenProgress | None = None,
 ) -> tuple[Backend, NodeInfo]:
-    """Open the backend named by ``spec``; ``auto`` tries NVML, then AMD-SMI.
+    """Open the backend named by ``spec``; ``auto`` tries NVML, then AMD-SMI. The node says how
+    long the open took (``open_seconds``); ``progress`` follows it GPU by GPU.
 
     Raises :class:`NoBackend` listing why each candidate was unusable (ValueError for a spec
     string that names no backend)."""
@@ -57,11 +65,20 @@ def open_backend(
     for candidate in spec.candidates():
         backend = create_backend(candidate, seed=seed)
         backend.defer_topology = defer_topology
+        backend.open_progress = progress
+        started = time.monotonic()
         try:
-            return backend, backend.open()
+            node = backend.open()
         except BackendUnavailable as exc:
             reasons.append((backend.name, str(exc)))
             backend.close()
+            continue
+        finally:
+            if progress is not None:
+                progress.finish()
+        if node.open_seconds is None and backend.playback is None and not node.simulated:
+            node = dataclasses.replace(node, open_seconds=round(time.monotonic() - started, 3))
+        return backend, node
     raise NoBackend(reasons)
 
 
@@ -70,6 +87,7 @@ __all__ = [
     "BackendSpec",
     "BackendUnavailable",
     "NoBackend",
+    "OpenProgress",
     "create_backend",
     "open_backend",
 ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import abc
 import os
 import signal
+import time
+from dataclasses import dataclass, field
 
 from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Topology
 from gputui.playback import Playback
@@ -19,6 +21,30 @@ from gputui.playback import Playback
 class BackendUnavailable(Exception):
     """The backend cannot be used on this machine. ``str(exc)`` is a one-line reason for the user,
     e.g. "libnvidia-ml.so.1 not found (no NVIDIA driver)"."""
+
+
+@dataclass
+class OpenProgress:
+    """How far a backend's :meth:`Backend.open` has got, for a watchdog on another thread.
+
+    Without persistence mode the driver initialises each GPU when a program first opens it,
+    1-3 s a GPU (NVIDIA's "Driver Persistence" notes): a slow open that makes steady progress is
+    a cold driver, not a hung one."""
+
+    expected: int | None = None
+    """GPUs to open, once known (the driver's own count, or the backend's)."""
+    opened: int = 0
+    last_step: float = field(default_factory=time.monotonic)
+    done_at: float | None = None
+    """When the open returned (``time.monotonic``)."""
+
+    def step(self) -> None:
+        """One more GPU opened."""
+        self.opened += 1
+        self.last_step = time.monotonic()
+
+    def finish(self) -> None:
+        self.done_at = time.monotonic()
 
 
 class Backend(abc.ABC):
@@ -44,6 +70,9 @@ class Backend(abc.ABC):
     #: matrix, CPU locality) out of it: the dashboard draws its first frame sooner, and the
     #: sampler calls :meth:`discover_topology` before the first reading.
     defer_topology: bool = False
+
+    #: Set before :meth:`open` by a caller that watches a slow open (``gputui check``).
+    open_progress: OpenProgress | None = None
 
     @property
     def topology_pending(self) -> bool:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
+from gputui.backends.base import OpenProgress
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
@@ -33,6 +34,8 @@ from gputui.sampler import Sampler
 from gputui.selection import Selection, select_gpus
 from gputui.session import BackendSpec, Session, SessionError, open_session
 
+COLD_OPEN_ALLOWANCE_S = 4.0
+"""How long one GPU may take to open while a check waits (NVIDIA: 1-3 s without persistence)."""
 DEFAULT_TIMEOUT_S = 20.0
 """``--timeout``: the check ends within this, answered or not (a prolog must not hang)."""
 MAX_READING_WAIT_S = 5.0
@@ -141,8 +144,9 @@ def run_check(
     ignore = frozenset(ignore)
     # A total deadline for live readings (a replay never waits on a driver).
     limit = None if spec.replayed else timeout
+    progress = OpenProgress()
     guard = (
-        Watchdog(limit, spec, as_json=as_json, out=out)
+        Watchdog(limit, spec, as_json=as_json, out=out, progress=progress)
         if limit is not None
         else contextlib.nullcontext()
     )
@@ -166,6 +170,7 @@ def run_check(
             xid_window_hours=xid_window_hours,
             started=started,
             deadline=(MAX_READING_WAIT_S if limit is None else min(MAX_READING_WAIT_S, limit / 2)),
+            progress=progress,
         )
 
 
@@ -189,6 +194,7 @@ def _run_check(
     xid_window_hours: float | None,
     started: float,
     deadline: float,
+    progress: OpenProgress | None = None,
 ) -> int:
     if spec.replayed:
         return run_replay_check(
@@ -209,6 +215,7 @@ def _run_check(
             clock=clock,
             judge="none",
             deadline=deadline,
+            progress=progress,
         )
     except SessionError as exc:
         error(str(exc))
@@ -264,31 +271,78 @@ def _run_check(
 class Watchdog:
     """Ends the process with the "not responding" verdict (exit 2) if the check is still running
     after ``timeout`` seconds: a driver call that hangs while the library opens cannot be
-    interrupted, and a prolog must not hang with it."""
+    interrupted, and a prolog must not hang with it.
+
+    A slow open that keeps making progress is a cold driver, not a hung one (without persistence
+    mode each GPU takes 1-3 s to initialise on first open): while ``progress`` shows GPUs being
+    opened, the deadline moves out by :data:`COLD_OPEN_ALLOWANCE_S` a GPU, and the readings
+    after the open get the whole ``timeout`` again. Still bounded: at most ``timeout`` plus the
+    allowance for every GPU, plus ``timeout``."""
 
     def __init__(
-        self, timeout: float, spec: BackendSpec, *, as_json: bool, out: TextIO | None
+        self,
+        timeout: float,
+        spec: BackendSpec,
+        *,
+        as_json: bool,
+        out: TextIO | None,
+        progress: OpenProgress | None = None,
     ) -> None:
         self.timeout = timeout
         self.spec = spec
         self.as_json = as_json
         self.out = out
-        self._timer = threading.Timer(timeout, self._fire)
-        self._timer.daemon = True
+        self.progress = progress
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._timer = self._arm(timeout)
+        self._done = False
+
+    def _arm(self, seconds: float) -> threading.Timer:
+        timer = threading.Timer(max(seconds, 0.01), self._check)
+        timer.daemon = True
+        return timer
 
     def __enter__(self) -> Watchdog:
+        self.started = time.monotonic()
         self._timer.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self._done = True
+            self._timer.cancel()
+
+    def deadline(self) -> float:
+        """The monotonic time after which the check counts as not responding."""
+        base = self.started + self.timeout
+        progress = self.progress
+        if progress is None or not progress.expected:
+            return base
+        if progress.done_at is not None:
+            return max(base, progress.done_at + self.timeout)
+        cap = base + COLD_OPEN_ALLOWANCE_S * progress.expected
+        if progress.opened == 0:
+            return cap  # still in the library's init, which may initialise every GPU
+        return max(base, min(cap, progress.last_step + COLD_OPEN_ALLOWANCE_S))
+
+    def _check(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            left = self.deadline() - time.monotonic()
+            if left > 0:
+                self._timer = self._arm(left)
+                self._timer.start()
+                return
+        self._fire()
 
     def _fire(self) -> None:
         finding = Finding(
             rule="not_responding",
             severity="fail",
-            message=f"the GPU library did not answer within {self.timeout:g} s "
-            "(a driver call hangs)",
+            message="the GPU library did not answer within "
+            f"{time.monotonic() - self.started:.0f} s (a driver call hangs)",
             hint="check nvidia-smi / amd-smi (they may hang too) and the kernel log (dmesg); "
             "drain the node, then reset the GPU or reboot",
             key="not_responding:timeout",

@@ -5,6 +5,7 @@ guest ...), and whether it belongs to an NVSwitch fabric that has finished setti
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,3 +116,12 @@ def _fabric_call(nvml: Any) -> Any:
         return info
 
     return call
+
+
+def driver_gpu_count(root: str = "/proc/driver/nvidia/gpus") -> int | None:
+    """GPUs the NVIDIA kernel driver has bound (one directory per PCI address), read without
+    NVML: known before ``nvmlInit``, which may spend seconds a GPU initialising them."""
+    try:
+        return sum(1 for entry in os.scandir(root) if entry.is_dir()) or None
+    except OSError:
+        return None

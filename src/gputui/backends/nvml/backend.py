@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
+from gputui.backends.nvml.attachment import driver_gpu_count
 from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu, error_classes, init_reason
 from gputui.backends.nvml.device import read_sample
 from gputui.backends.nvml.events import EventWatcher, start_event_watcher
@@ -43,6 +44,8 @@ class NvmlBackend(Backend):
     def open(self) -> NodeInfo:
         nvml = self._load()
         calls = self._calls = NvmlCalls(nvml)
+        if self.open_progress is not None and self.open_progress.expected is None:
+            self.open_progress.expected = driver_gpu_count()
         try:
             nvml.nvmlInit()
         except nvml.NVMLError as exc:
@@ -92,7 +95,14 @@ class NvmlBackend(Backend):
         count = int(calls.nvml.nvmlDeviceGetCount())
         if count <= 0:
             raise BackendUnavailable("no NVIDIA GPU found")
-        opened = [self._open_gpu(calls, i) for i in range(count)]
+        progress = self.open_progress
+        if progress is not None:
+            progress.expected = count
+        opened = []
+        for index in range(count):
+            opened.append(self._open_gpu(calls, index))
+            if progress is not None:
+                progress.step()
         # nvml.h: the count includes GPUs whose handle lookup answers NO_PERMISSION (a
         # container or cgroup that denies their device nodes): not ours to read, not lost.
         self._gpus = [gpu for gpu in opened if not gpu.denied]

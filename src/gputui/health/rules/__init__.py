@@ -38,6 +38,7 @@ from gputui.health.rules.node import (
     rule_gpu_count,
     rule_gpu_lost,
     rule_not_responding,
+    rule_slow_open,
 )
 from gputui.health.rules.processes import (
     IDLE_INFO_AFTER_S,
@@ -103,6 +104,10 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "process_list": (
         rule_process_list,
         "info: the process list may be incomplete (AMD, not root: other users' processes hidden)",
+    ),
+    "slow_open": (
+        rule_slow_open,
+        "info: opening the GPUs took seconds (persistence mode off: the driver initialises them)",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
     "idle_memory": (

@@ -121,3 +121,33 @@ def rule_driver_cuda(ctx: RuleContext) -> Iterable[Finding]:
         "version does not run at all)",
         None,
     )
+
+
+SLOW_OPEN_S = 2.0
+"""Opening the GPUs takes well under a second with persistence mode on."""
+
+
+def rule_slow_open(ctx: RuleContext) -> Iterable[Finding]:
+    """Opening the library and the GPUs took seconds: without persistence mode the driver
+    initialises each GPU whenever a program opens it (1-3 s a GPU, NVIDIA's "Driver
+    Persistence" notes), every job and every check paying it again."""
+    node = ctx.snapshot.node
+    if node.open_seconds is None or node.open_seconds < SLOW_OPEN_S:
+        return
+    cold = [g.index for g in node.gpus if ctx.judged(g.index) and g.persistence_mode is False]
+    why = (
+        f" (persistence mode is off on {len(cold)} GPU{'s' if len(cold) != 1 else ''}: the "
+        "driver initialises a GPU each time a program first opens it)"
+        if cold
+        else ""
+    )
+    yield finding(
+        "slow_open",
+        "info",
+        f"opening the GPUs took {node.open_seconds:.1f} s{why}",
+        "enable persistence mode (the nvidia-persistenced service, or nvidia-smi -pm 1) so the "
+        "driver keeps the GPUs initialised between programs"
+        if cold
+        else "check the kernel log for driver messages; a loaded node answers slowly",
+        None,
+    )
