@@ -406,6 +406,8 @@ class FakeNvml:
         p2p_status: dict[tuple[int, int, int], int] | None = None,
         init_hang: threading.Event | None = None,
         process_record_sizes: dict[str, int] | None = None,
+        version_mismatch: Iterable[str] = (),
+        event_wait_hang: threading.Event | None = None,
     ) -> None:
         self.absent = set(absent)  # names the binding lacks -> AttributeError
         self.init_hang = init_hang  # nvmlInit blocks until the test sets it (a wedged driver)
@@ -431,6 +433,12 @@ class FakeNvml:
         self.event_sets: list[FakeEventSet] = []
         self.topology_levels = topology_levels  # [a][b] -> NVML_TOPOLOGY_*; None: all NODE
         self.p2p_status = dict(p2p_status or {})  # (a, b, p2pIndex) -> NVML_P2P_STATUS_*
+        # Versioned calls whose struct version this driver does not know (a binding newer than
+        # the driver): NVML answers NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
+        self.version_mismatch = set(version_mismatch)
+        # nvmlEventSetWait blocks on this, whatever its timeout, until the test sets it: a
+        # driver stuck in the wait, under which nvmlShutdown would free the set.
+        self.event_wait_hang = event_wait_hang
         # Process-list symbol -> the size of the records the driver writes (see "processes").
         self.process_record_sizes = {**R580_RECORD_SIZES, **(process_record_sizes or {})}
 
@@ -649,7 +657,10 @@ class FakeNvml:
     @_api
     def nvmlDeviceGetGpuFabricInfoV(self, device: FakeHandle, gpuFabricInfo: Any) -> int:
         info = gpuFabricInfo._obj  # ctypes.byref(c_nvmlGpuFabricInfoV_t())
-        if info.version != _real.nvmlGpuFabricInfo_v2:
+        if (
+            info.version != _real.nvmlGpuFabricInfo_v2
+            or "nvmlDeviceGetGpuFabricInfoV" in self.version_mismatch
+        ):
             raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         self._fill_fabric(device, info)
         return _real.NVML_SUCCESS
@@ -749,7 +760,7 @@ class FakeNvml:
             return _real.c_nvmlMemory_t(
                 total=total, free=total - used - reserved, used=used + reserved
             )
-        if version != _real.nvmlMemory_v2:
+        if version != _real.nvmlMemory_v2 or "nvmlDeviceGetMemoryInfo_v2" in self.version_mismatch:
             raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         return _real.c_nvmlMemory_v2_t(
             version=version, total=total, reserved=reserved, free=total - used - reserved, used=used
@@ -784,7 +795,10 @@ class FakeNvml:
     def nvmlDeviceGetTemperatureV(
         self, handle: FakeHandle, sensor: int, version: int = _real.nvmlTemperature_v1
     ) -> int:
-        if version != _real.nvmlTemperature_v1:
+        if (
+            version != _real.nvmlTemperature_v1
+            or "nvmlDeviceGetTemperatureV" in self.version_mismatch
+        ):
             raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         return self._temperature(handle, sensor)
 
@@ -1001,6 +1015,8 @@ class FakeNvml:
     def nvmlEventSetWait(self, eventSet: FakeEventSet, timeoutms: int) -> Any:
         if eventSet.freed:
             raise NVMLError_InvalidArgument()
+        if self.event_wait_hang is not None and not self.event_wait_hang.is_set():
+            self.event_wait_hang.wait()
         try:
             item = eventSet.pending.get(timeout=max(timeoutms, 0) / 1000)
         except queue.Empty:
@@ -1189,6 +1205,36 @@ R580_RECORD_SIZES: dict[str, int] = {
     **{name: 24 for name in PROCESS_SYMBOLS if name.endswith(("_v2", "_v3"))},
     **{name: 16 for name in PROCESS_SYMBOLS if name.endswith("Processes")},
 }
+
+
+def driver_r470() -> dict[str, Any]:
+    """Knobs for an R470 driver (still on many long-lived clusters): the entry points and field
+    values NVML added after it answer FUNCTION_NOT_FOUND / NOT_SUPPORTED (NVML's change log:
+    memory _v2 and the _v3 process calls came with R510, the GPU's own PCIe maximum and the core
+    count with R510-R520, clock-event reasons with R535, TemperatureV with R545, fabric and C2C
+    queries later; the power, PCIe-byte and slowdown-duration fields are newer still)."""
+    return {
+        "missing": {
+            "nvmlDeviceGetMemoryInfo_v2",
+            "nvmlDeviceGetTemperatureV",
+            "nvmlDeviceGetCurrentClocksEventReasons",
+            "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+            "nvmlDeviceGetNumGpuCores",
+            "nvmlDeviceGetProcessesUtilizationInfo",
+            "nvmlDeviceGetGpuFabricInfoV",
+            "nvmlDeviceGetGpuFabricInfo",
+            "nvmlDeviceGetC2cModeInfoV",
+            *(name for name in PROCESS_SYMBOLS if name.endswith("_v3")),
+        },
+        "driver_version": "470.239.06",
+        "cuda_driver_version": 11040,
+        "nvml_version": "11.470.239.06",
+    }
+
+
+R470_MISSING_FIELDS = frozenset({185, 190, 197, 198, 269, 270, 271, 165})
+"""Field values an R470 driver does not have: average / limit power, PCIe byte counters,
+slowdown durations, the per-link NVLink state (put on ``FakeGpu.unsupported_fields``)."""
 
 
 def driver_535_early() -> dict[str, Any]:

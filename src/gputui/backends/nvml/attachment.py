@@ -106,8 +106,8 @@ def _fabric_call(nvml: Any) -> Any:
                 info = versioned()
                 nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
                 return info
-            except nvml.NVMLError_FunctionNotFound:
-                pass
+            except (nvml.NVMLError_FunctionNotFound, nvml.NVMLError_ArgumentVersionMismatch):
+                pass  # a driver older than the binding's struct: the unversioned call
         legacy = getattr(nvml, "c_nvmlGpuFabricInfo_t", None)
         if legacy is None or getattr(nvml, "nvmlDeviceGetGpuFabricInfo", None) is None:
             raise nvml.NVMLError_FunctionNotFound()

@@ -67,8 +67,8 @@ class NvmlBackend(Backend):
             return
         self._initialized = False
         events, self._events = self._events, None
-        if events is not None:
-            events.close(timeout=self.event_wait_ms / 1000 + 0.5)
+        if events is not None and not events.close(timeout=self.event_wait_ms / 1000 + 0.5):
+            return  # its thread is still inside nvmlEventSetWait: shutting down would free it
         with contextlib.suppress(Exception):
             self._calls.nvml.nvmlShutdown()
 

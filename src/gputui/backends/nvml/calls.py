@@ -114,6 +114,12 @@ class NvmlCalls:
                 "NVMLError_FunctionNotFound",
                 "NVMLError_NoPermission",
                 "NVMLError_InvalidArgument",
+                # A versioned struct the driver does not know (a binding newer than the driver):
+                # no answer will ever come for this version, as with a missing call.
+                "NVMLError_ArgumentVersionMismatch",
+                # CUDA 13.1+ drivers answer DEPRECATED for removed calls (NVML's deprecation
+                # notices): fall back as for a missing one.
+                "NVMLError_Deprecated",
                 "NVMLLibraryMismatchError",
             ),
             ctypes.ArgumentError,  # argument types the driver's symbol does not take

@@ -118,17 +118,20 @@ class EventWatcher:
                 events.append(self._queue.get_nowait())
         return events
 
-    def close(self, timeout: float) -> None:
-        """Stop the thread, then free the event set (left alone if the thread is still inside
-        ``nvmlEventSetWait``: freeing it under the waiter is not safe; shutdown reclaims it)."""
+    def close(self, timeout: float) -> bool:
+        """Stop the thread, then free the event set; True when it stopped. A thread still inside
+        ``nvmlEventSetWait`` (a driver that does not honour the wait's timeout) keeps its set:
+        freeing it, or shutting NVML down, under the waiter is a use-after-free (nvitop guards
+        the same), so the caller must then leave the library initialised."""
         self._stop.set()
         if self.thread.is_alive():
             self.thread.join(timeout)
         if self.thread.is_alive():
             log.warning("NVML event thread did not stop; not freeing its event set")
-            return
+            return False
         with contextlib.suppress(Exception):
             self._nvml.nvmlEventSetFree(self.event_set)
+        return True
 
     def _run(self) -> None:
         nvml = self._nvml
