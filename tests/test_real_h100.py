@@ -1,0 +1,208 @@
+"""The first real GPU (tests/data/real/h100-sxm5-580.159.04/: an H100 SXM5 in a passthrough VM,
+driver 580.159.04): gputui's own output decodes and agrees with nvidia-smi, the fake driver fed
+the real driver's answers gives what gputui gave on the machine, the recording replays, and the
+exporter's page parses."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+
+from gputui.backends.nvml import NvmlBackend
+from gputui.codec import encode, snapshot_from_dict
+from gputui.commands.check import run_replay_check
+from gputui.model import Snapshot
+from gputui.session import BackendSpec
+
+REAL = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04"
+MIB = 1 << 20
+
+
+def snapshot(name: str) -> Snapshot:
+    return snapshot_from_dict(json.loads((REAL / f"{name}.json").read_text()))
+
+
+def smi(name: str) -> ET.Element:
+    gpu = ET.parse(REAL / name).getroot().find("gpu")
+    assert gpu is not None
+    return gpu
+
+
+def number(gpu: ET.Element, path: str) -> float:
+    text = gpu.findtext(path)
+    assert text is not None, path
+    return float(text.split()[0].rstrip("x"))
+
+
+@pytest.mark.parametrize(
+    ("snap", "xml"),
+    [("snap_idle", "smi_q_idle.xml"), ("snap_procs", "smi_q_procs.xml")],
+)
+def test_gputui_snapshots_decode_and_agree_with_nvidia_smi(snap: str, xml: str) -> None:
+    shot, gpu = snapshot(snap), smi(xml)
+    info, sample = shot.node.gpus[0], shot.gpus[0]
+    assert info.name == gpu.findtext("product_name")
+    assert info.uuid == gpu.findtext("uuid")
+    assert info.pci_bus_id == gpu.findtext("pci/pci_bus_id")
+    assert info.memory_total_bytes is not None
+    # Both totals count what the driver reserves (used + reserved + free = total).
+    reserved = number(gpu, "fb_memory_usage/reserved")
+    assert info.memory_total_bytes // MIB == number(gpu, "fb_memory_usage/total")
+    assert (sample.memory_reserved_bytes or 0) // MIB == reserved
+    assert (sample.memory_used_bytes or 0) // MIB == number(gpu, "fb_memory_usage/used")
+    assert info.power_default_limit_w == number(gpu, "gpu_power_readings/default_power_limit")
+    assert sample.power_limit_w == number(gpu, "gpu_power_readings/current_power_limit")
+    assert info.sm_clock_max_mhz == number(gpu, "max_clocks/sm_clock")
+    assert info.memory_clock_max_mhz == number(gpu, "max_clocks/mem_clock")
+    assert info.pcie_max_gen == number(gpu, "pci/pci_gpu_link_info/pcie_gen/max_link_gen")
+    assert sample.pcie_width == number(gpu, "pci/pci_gpu_link_info/link_widths/current_link_width")
+    assert info.persistence_mode is (gpu.findtext("persistence_mode") == "Enabled")
+    assert sample.temperature_gpu_c == pytest.approx(number(gpu, "temperature/gpu_temp"), abs=2)
+    listed = {
+        int(p.findtext("pid") or 0): number(p, "used_memory")
+        for p in gpu.findall("processes/process_info")
+    }
+    assert {p.pid: (p.gpu_memory_bytes or 0) // MIB for p in shot.processes} == listed
+
+
+def test_the_process_snapshot_lists_the_three_test_processes_and_their_owners() -> None:
+    shot = snapshot("snap_procs")
+    assert [(p.pid, (p.gpu_memory_bytes or 0) >> 20) for p in shot.processes] == [
+        (549, 1542),
+        (550, 2566),
+        (551, 3590),
+    ]
+    assert [p.user for p in shot.processes] == ["root", "root", "nobody"]
+
+
+def test_under_load_the_power_cap_is_a_reason_not_a_fault() -> None:
+    shot = snapshot("snap_load")
+    sample = shot.gpus[0]
+    assert sample.throttle_reasons == {"sw_power_cap"}
+    assert sample.power_w == pytest.approx(700, abs=1)
+    assert shot.findings == ()
+
+
+def calls() -> dict[str, Any]:
+    dump = json.loads((REAL / "nvml_raw_idle.json").read_text())
+    return dict(dump["devices"][0]["calls"])
+
+
+def answer(name: str) -> Any:
+    entry = calls()[name]
+    return entry.get("value")
+
+
+def fake_of_the_real_h100() -> FakeGpu:
+    """A FakeGpu answering what the real driver answered, call by call (nvml_raw_idle.json)."""
+    mem = answer("mem_v2")
+    thresholds = {i: answer(f"temp_threshold_{i}") for i in range(4)}
+    return FakeGpu(
+        name=answer("name"),
+        uuid=answer("uuid"),
+        pci_bus_id=answer("pci")["busId"],
+        architecture=answer("arch"),
+        cuda_compute_capability=tuple(answer("cc")),
+        sm_count=None,  # nvmlDeviceGetAttributes: NotSupported on a whole GPU
+        num_gpu_cores=answer("cores"),
+        memory_total=mem["total"],
+        memory_used=mem["used"],
+        memory_reserved=mem["reserved"],
+        util_gpu=answer("util")["gpu"],
+        util_memory=answer("util")["memory"],
+        power_mw=answer("power_usage"),
+        enforced_power_limit_mw=answer("power_enforced"),
+        power_default_limit_mw=answer("power_default"),
+        power_min_limit_mw=answer("power_constraints")[0],
+        power_max_limit_mw=answer("power_constraints")[1],
+        energy_mj=answer("energy"),
+        temperature=answer("temp"),
+        memory_temperature=45,  # field 82, answered beside the calls
+        temp_shutdown=thresholds[0],
+        temp_slowdown=thresholds[1],
+        temp_memory_max=thresholds[2],
+        temp_gpu_max=thresholds[3],
+        clocks={0: answer("clock_graphics"), 1: answer("clock_sm"), 2: answer("clock_mem")},
+        max_clocks={
+            0: answer("max_clock_graphics"),
+            1: answer("max_clock_sm"),
+            2: answer("max_clock_mem"),
+        },
+        pstate=answer("pstate"),
+        pcie_gen=answer("pcie_gen"),
+        pcie_width=answer("pcie_width"),
+        pcie_max_gen=answer("pcie_max_gen"),
+        gpu_max_pcie_gen=answer("pcie_gpu_max_gen"),
+        pcie_max_width=answer("pcie_max_width"),
+        throttle_reasons=answer("events_reasons"),
+        ecc_mode=answer("ecc_mode")[0],
+        retired_pages_pending=None,  # NotSupported on row-remapping parts
+        remapped_rows=tuple(answer("remapped_rows")),
+        persistence_mode=answer("persistence"),
+        vbios=answer("vbios"),
+        serial=answer("serial"),
+        mig_mode=answer("mig_mode")[0],
+        virtualization_mode=answer("virt_mode"),
+        bus_type=answer("bus_type"),
+    )
+
+
+def test_the_fake_fed_the_real_answers_gives_what_gputui_gave_on_the_machine() -> None:
+    real = snapshot("snap_idle")
+    backend = NvmlBackend(make_fake_nvml([fake_of_the_real_h100()], driver_version="580.159.04"))
+    node = backend.open()
+    try:
+        sample = backend.read_gpus(1.0, slow=True)[0]
+    finally:
+        backend.close()
+    ours = encode(node.gpus[0])
+    recorded = json.loads((REAL / "snap_idle.json").read_text())["node"]["gpus"][0]
+    assert {k: ours[k] for k in recorded} == recorded  # every field the real run wrote
+    assert ours["virtualization_mode"] == "passthrough" and ours["host_link"] == "pcie"
+    for field in (
+        "utilization_gpu_pct",
+        "memory_used_bytes",
+        "memory_free_bytes",
+        "memory_reserved_bytes",
+        "temperature_gpu_c",
+        "temperature_memory_c",
+        "clock_sm_mhz",
+        "clock_memory_mhz",
+        "pstate",
+        "pcie_gen",
+        "pcie_width",
+        "throttle_reasons",
+        "remapped_rows_pending",
+        "retired_pages_pending",
+    ):
+        assert getattr(sample, field) == getattr(real.gpus[0], field), field
+    assert sample.power_w == pytest.approx(answer("power_usage") / 1000)
+
+
+def test_the_real_recording_replays_healthy(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = BackendSpec.parse(f"replay:{REAL / 'rec.jsonl.gz'}")
+    assert run_replay_check(spec, as_json=True) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "healthy" and doc["checked_gpus"] == [0]
+
+
+def test_the_real_exporter_page_parses_and_has_the_dcgm_names() -> None:
+    families = {
+        f.name: f for f in text_string_to_metric_families((REAL / "metrics.txt").read_text())
+    }
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
+        (sample,) = families[name].samples
+        assert sample.labels["UUID"] == "GPU-c020e8f4-78d9-f221-b09e-18ae5033e1d0"
+    assert families["gputui_node_health_status"].samples[0].value == 0.0
+
+
+@pytest.mark.parametrize("name", ["check_idle", "check_load", "nonroot_check", "check_replay"])
+def test_the_real_checks_were_healthy(name: str) -> None:
+    doc = json.loads((REAL / f"{name}.json").read_text())
+    assert (doc["verdict"], doc["exit_code"], doc["findings"]) == ("healthy", 0, [])
