@@ -55,3 +55,9 @@ def utc() -> Iterator[None]:
 def tui_env(no_cursor_blink: None, utc: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Everything a deterministic TUI test needs; NO_COLOR is cleared so colour is on."""
     monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_host_numa_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
+    """The machine's own NUMA layout never decides a test (see gputui.pci.numa_node)."""
+    monkeypatch.setattr("gputui.pci.SYSFS_NUMA_NODES", tmp_path_factory.getbasetemp() / "no-numa")

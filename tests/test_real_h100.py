@@ -206,3 +206,21 @@ def test_the_real_exporter_page_parses_and_has_the_dcgm_names() -> None:
 def test_the_real_checks_were_healthy(name: str) -> None:
     doc = json.loads((REAL / f"{name}.json").read_text())
     assert (doc["verdict"], doc["exit_code"], doc["findings"]) == ("healthy", 0, [])
+
+
+def test_numa_node_on_a_one_node_vm_is_that_node_as_nvidia_smi_says(tmp_path: Path) -> None:
+    """On the real VM the device's sysfs numa_node is -1 while nvidia-smi topo -m shows 0."""
+    from gputui import pci
+
+    devices, nodes = tmp_path / "devices", tmp_path / "node"
+    (devices / "0000:00:06.0").mkdir(parents=True)
+    (devices / "0000:00:06.0" / "numa_node").write_text("-1\n")
+    (nodes / "node0").mkdir(parents=True)
+    (nodes / "possible").write_text("0\n")
+    row = next(
+        line for line in (REAL / "smi_topo.txt").read_text().splitlines() if line[:4] == "GPU0"
+    )
+    assert row.split("\t")[3] == "0"  # GPU0, X, CPU affinity 0-15, NUMA affinity 0
+    assert pci.numa_node("00000000:00:06.0", devices, nodes) == 0
+    (nodes / "node1").mkdir()
+    assert pci.numa_node("00000000:00:06.0", devices, nodes) is None  # two nodes: unknown

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SYSFS_PCI_DEVICES = Path("/sys/bus/pci/devices")
+SYSFS_NUMA_NODES = Path("/sys/devices/system/node")
 
 _BUS_ID = re.compile(
     r"(?:pci:)?"
@@ -101,16 +102,37 @@ def local_cpulist(pci_bus_id: str | None, root: Path | None = None) -> str | Non
     return _sysfs_attribute(pci_bus_id, "local_cpulist", root)
 
 
-def numa_node(pci_bus_id: str | None, root: Path | None = None) -> int | None:
+def numa_node(
+    pci_bus_id: str | None, root: Path | None = None, nodes_root: Path | None = None
+) -> int | None:
     """The NUMA node a PCI device hangs off, from ``/sys/bus/pci/devices/<bdf>/numa_node``: what
-    ``nvidia-smi topo -m`` prints as "NUMA Affinity". None when unknown: the kernel writes -1 on
-    a machine without NUMA (or firmware that does not say), and the file may be absent."""
+    ``nvidia-smi topo -m`` prints as "NUMA Affinity". The kernel writes -1 where firmware does
+    not say (virtual machines do this); on a machine with one NUMA node every device is on it,
+    as nvidia-smi shows (a real H100 VM: sysfs -1, nvidia-smi 0). None when unknown."""
     text = _sysfs_attribute(pci_bus_id, "numa_node", root)
     try:
         node = int(text) if text is not None else None
     except ValueError:
         return None
-    return node if node is not None and node >= 0 else None
+    if node is not None and node >= 0:
+        return node
+    if node is None:
+        return None
+    only = _only_numa_node(SYSFS_NUMA_NODES if nodes_root is None else nodes_root)
+    return only
+
+
+def _only_numa_node(nodes_root: Path) -> int | None:
+    """The id of the machine's NUMA node when it has exactly one, else None."""
+    try:
+        ids = [
+            int(entry.name[4:])
+            for entry in nodes_root.iterdir()
+            if entry.name.startswith("node") and entry.name[4:].isdigit()
+        ]
+    except OSError:
+        return None
+    return ids[0] if len(ids) == 1 else None
 
 
 __all__ = [

@@ -73,7 +73,7 @@ def run(
     node = session.node
     until = f" for {duration:g} s" if duration else " until Ctrl-C"
     error(
-        f"gputui: recording {node.hostname} ({len(node.gpus)} GPUs, {session.backend.name}) "
+        f"gputui: recording {node.hostname} ({len(node.gpus)} GPU{'s' if len(node.gpus) != 1 else ''}, {session.backend.name}) "
         f"every {interval:g} s to {path}{until}"
     )
     deadline = None if duration is None else time.monotonic() + duration
