@@ -72,8 +72,9 @@ def run(
     sampler.add_listener(write)
     node = session.node
     until = f" for {duration:g} s" if duration else " until Ctrl-C"
+    gpus = f"{len(node.gpus)} GPU{'s' if len(node.gpus) != 1 else ''}"
     error(
-        f"gputui: recording {node.hostname} ({len(node.gpus)} GPU{'s' if len(node.gpus) != 1 else ''}, {session.backend.name}) "
+        f"gputui: recording {node.hostname} ({gpus}, {session.backend.name}) "
         f"every {interval:g} s to {path}{until}"
     )
     deadline = None if duration is None else time.monotonic() + duration
