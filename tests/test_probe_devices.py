@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.test_probe_runner import FAKE
+from tests.fakes.fake_probe_worker import FAKE
 
 from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
 from gputui.probe import devices as D
