@@ -67,10 +67,10 @@ from gputui.probe.report import (
     judge_runs,
     progress_printer,
     render_table,
-    spec_for,
     spec_summary,
 )
 from gputui.probe.runs import NO_TORCH, EventCallback, GpuRun, Measurement, Target
+from gputui.probe.specref import spec_for
 from gputui.probe.telemetry import (
     TELEMETRY_INTERVAL_S,
     ReadingFn,

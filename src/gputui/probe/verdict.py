@@ -69,9 +69,11 @@ TEST_LABEL: dict[str, str] = {
 }
 
 EXPECTED_SOURCE = (
-    "expected fractions from published measurements (ml-engineering MAMF table, DCGM diagnostic "
-    "thresholds, nvbandwidth, gpu-stream and gpu-fryer results), per family and test; each "
-    "result's judgement names its own source; a middle value where a family has no measurement"
+    "expected fractions per GPU model (calibrated on a real GPU), board form factor and family "
+    "and per test, from measurements (gputui's probe on an H100 SXM5, ml-engineering MAMF "
+    "table, torch-performance-test-data, DCGM diagnostic thresholds, nvbandwidth, gpu-stream "
+    "and gpu-fryer results); each result's judgement names its own source, and "
+    "expected_assumed is true where no measurement backs the fraction"
 )
 
 
@@ -249,6 +251,8 @@ class Judged:
     telemetry: Telemetry | None = None
     peer: int | None = None  # p2p: the other GPU (NVML index)
     judgement: str = ""  # how the verdict was reached, in words (spec, expected, thresholds)
+    expected_assumed: bool | None = None  # no measurement backs the expected share (None: n/a)
+    expected_scope: str = ""  # the boards the expected share is for ("H100 SXM5 80GB" ...)
 
     @property
     def how(self) -> str:
@@ -283,6 +287,8 @@ class Judged:
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
             "peer": self.peer,
             "judgement": self.judgement,
+            "expected_assumed": self.expected_assumed,
+            "expected_scope": self.expected_scope or None,
         }
 
 
@@ -319,10 +325,10 @@ def explain(judged: Judged, exp: Expected | None, family_label: str = "") -> str
         return f"{spec}; not judged: {why.removeprefix('not judged: ')}"
     target = judged.spec * exp.fraction
     who = f" for {family_label}" if family_label else ""
-    kind = "" if exp.measured else ", an assumption"
+    kind = "measured" if exp.measured else "assumed, no measurement behind it"
     return (
         f"{spec}; expected {100 * exp.fraction:.0f}% of spec{who} = {_num(target)} "
-        f"{judged.unit} ({exp.source}{kind}); OK >= {_num(OK_FRACTION * target)}, "
+        f"{judged.unit} ({kind}: {exp.source}); OK >= {_num(OK_FRACTION * target)}, "
         f"WARN >= {_num(WARN_FRACTION * target)}, LOW below (90% / 80% of expected); "
         f"with several GPUs also LOW when more than {100 * (1 - SIBLING_FRACTION):.0f}% below "
         "the best GPU on the same test"
@@ -398,7 +404,11 @@ def describe(r: Judged) -> str:
     if r.sibling_gap is not None:
         head = f"{name} {100 * r.sibling_gap:.0f}% below its siblings"
     elif r.pct_of_spec is not None and r.expected:
-        head = f"{name} at {r.pct_of_spec:.0f}% of spec (expected about {100 * r.expected:.0f}%)"
+        assumed = ", assumed" if r.expected_assumed else ""
+        head = (
+            f"{name} at {r.pct_of_spec:.0f}% of spec "
+            f"(expected about {100 * r.expected:.0f}%{assumed})"
+        )
     else:
         head = f"{name} {r.value:.4g} {r.unit}"
     return "; ".join([head, *r.reasons])
