@@ -8,6 +8,7 @@ lines.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -72,9 +73,11 @@ def judge_result(
     both judge through this): spec value and source, expected fraction with its evidence,
     verdict, telemetry reasons, and the whole judgement in words (``Judged.judgement``).
 
-    ``spec``: the GPU's :func:`spec_for`, when the caller has it already. P2P results are
-    judged against their pair's budget from ``node``'s wiring (:func:`pair_spec`). The expected
-    fraction is the GPU's model's, board form factor's or family's (:func:`expected_for`)."""
+    ``spec``: the GPU's :func:`spec_for`, when the caller has it already (a MIG GPU's is its
+    probed slice's share). P2P results are judged against their pair's budget from ``node``'s
+    wiring (:func:`pair_spec`); host copies against the PCIe link. The expected fraction is the
+    GPU's model's, board form factor's or family's (:func:`expected_for`); on a MIG slice it is
+    marked assumed (it was measured on whole GPUs)."""
     judged = Judged(
         gpu=gpu,
         label=label,
@@ -116,9 +119,20 @@ def judge_result(
         )
         if metric == "pcie" and judged.spec:
             judged.spec_source += " (the link's maximum)"
-    if judged.spec and match is not None and metric in SPEC_SHEET_METRICS:
-        judged.spec_source += f" of {match.spec.model} ({match.how})"
+    if match is not None and metric in SPEC_SHEET_METRICS:
+        share = ref.memory_share if metric == "hbm" else ref.compute_share
+        if judged.spec:
+            judged.spec_source += f" of {match.spec.model} ({match.how})"
+            judged.spec_source += f" {share}" if share else ""
+        elif share:
+            judged.spec_source = share.removeprefix("not judged: ")
     exp = expected_for(fam, metric, form=ref.form, model=ref.model)
+    if ref.mig is not None and exp.measured:
+        exp = dataclasses.replace(
+            exp,
+            measured=False,
+            source=f"{exp.source}; measured on whole GPUs, not on a MIG slice",
+        )
     judged.expected = exp.fraction if judged.spec else None
     if judged.spec and exp.fraction is not None:
         judged.expected_assumed = exp.assumed
@@ -203,7 +217,8 @@ def render_table(judged: Sequence[Judged]) -> str:
 
 
 def spec_summary(info: GpuInfo) -> JsonObject | None:
-    """The spec row a GPU was matched to and how (for the JSON report), or None."""
+    """The spec row a GPU was matched to and how (for the JSON report), or None; for a GPU in
+    MIG mode also the slice it is judged as and the shares its peaks were scaled by."""
     ref = spec_for(info)
     match = ref.match
     if match is None:
@@ -216,6 +231,10 @@ def spec_summary(info: GpuInfo) -> JsonObject | None:
         "source": match.spec.source,
         "form_factor": match.spec.form_factor,
     }
+    if ref.mig is not None:
+        out["mig_uuid"] = ref.mig.uuid
+        out["mig_compute_share"] = ref.compute_share
+        out["mig_memory_share"] = ref.memory_share
     return out
 
 

@@ -13,7 +13,8 @@ refused, busy ones unless forced), targets, verdicts.
 GPU numbers are NVML indices. Which runtime device a worker opens is planned by
 :mod:`gputui.probe.devices`: on NVIDIA the children see exactly the probed GPUs, by UUID in
 ``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th target even when a lost GPU has vanished from
-the runtime. Every worker's ``hello`` names the device it opened; one that opened another GPU is
+the runtime (a MIG slice's worker sees that slice alone, as ``cuda:0``). Every worker's
+``hello`` names the device it opened; one that opened another GPU is
 stopped and its results are dropped (an error for that GPU), and a P2P result's destination is
 mapped back to an NVML index by UUID / PCI bus id.
 """
@@ -192,6 +193,7 @@ class ProbeRunner:
         self.readings = readings
         self.plan = plan
         self.node = node
+        self.base_env = env
         self.env = child_env(env, plan.visible if plan is not None else None)
         self.serial_tests = serial_tests
         self.runs: dict[int | None, GpuRun] = {t.gpu: GpuRun(t) for t in self.targets}
@@ -278,7 +280,10 @@ class ProbeRunner:
         if self.runs[target.gpu].error_kind == "identity":
             return None  # it opened another GPU once: a later phase would too
         try:
-            child = WorkerProcess.start(target, self._argv(target, tests), self.env, self._queue)
+            env = self.env
+            if self.plan is not None and target.gpu in self.plan.own:
+                env = child_env(self.base_env, self.plan.visible_for(target))
+            child = WorkerProcess.start(target, self._argv(target, tests), env, self._queue)
         except OSError as exc:
             run = self.runs[target.gpu]
             run.errors.append(f"{target.label}: cannot start {self.command[0]}: {exc}")

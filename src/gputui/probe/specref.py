@@ -1,6 +1,11 @@
-"""The spec a probed device is judged against: its GPU's row of the spec table (or an
-estimate), its peaks scaled to the GPU's share, and its board's form factor and model, which pick
-the expected share of spec (:func:`gputui.specs.expected.expected_for`).
+"""The spec a probed device is judged against: its GPU's row of the spec table, scaled to the
+MIG slice the probe ran on.
+
+* A GPU in MIG mode is probed on one slice (:func:`gputui.probe.devices.probed_slice`), so it is
+  judged against that slice: compute peaks x the slice's SMs / the whole GPU's SMs, memory
+  bandwidth x the slice's share of the memory (a MIG GPU instance owns whole memory slices and
+  their controllers). A share that cannot be worked out leaves that peak unknown: not judged,
+  never the whole GPU's number.
 
 Pure functions over the model and the spec table; no torch.
 """
@@ -9,8 +14,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gputui.model import GpuInfo
-from gputui.specs import SpecMatch, lookup, scaled_peaks
+from gputui.mig import mig_profile
+from gputui.model import GpuInfo, MigDeviceInfo
+from gputui.probe.devices import probed_slice
+from gputui.specs import PEAK_FIELDS, SpecMatch, lookup, scaled_peaks
 from gputui.specs.expected import form_of
 
 Peaks = dict[str, "float | None"]
@@ -18,10 +25,16 @@ Peaks = dict[str, "float | None"]
 
 
 class SpecRef(NamedTuple):
-    """A probed device's spec: the table row it matched and its peaks."""
+    """A probed device's spec: the table row it matched and its peaks, scaled to the MIG slice
+    the probe ran on (``mig``), with the scaling in words for the judgement."""
 
     match: SpecMatch | None
     peaks: Peaks | None
+    mig: MigDeviceInfo | None = None
+    compute_share: str = ""
+    """How the compute peaks were scaled, in words (empty for a whole GPU)."""
+    memory_share: str = ""
+    """How the memory bandwidth was scaled, in words (empty for a whole GPU)."""
 
     @property
     def form(self) -> str:
@@ -35,7 +48,8 @@ class SpecRef(NamedTuple):
 
 
 def spec_for(info: GpuInfo) -> SpecRef:
-    """The spec ``info`` is judged against: its row (or an estimate) and its peaks."""
+    """The spec ``info`` is judged against: its row (or an estimate) and its peaks, scaled to
+    the MIG slice the probe runs on when MIG is on."""
     match = lookup(
         info.name,
         sm_count=info.sm_count,
@@ -44,7 +58,45 @@ def spec_for(info: GpuInfo) -> SpecRef:
     )
     if match is None:
         return SpecRef(None, None)
-    return SpecRef(match, scaled_peaks(match))
+    peaks = scaled_peaks(match)
+    mig = probed_slice(info)
+    if mig is None:
+        return SpecRef(match, peaks)
+    return _slice_spec(info, match, peaks, mig)
+
+
+def _slice_spec(info: GpuInfo, match: SpecMatch, peaks: Peaks, mig: MigDeviceInfo) -> SpecRef:
+    what = f"the MIG slice {mig_profile(mig.name)} the probe ran on"
+    whole_sms = _whole_sms(info, match, mig)
+    scaled = dict(peaks)
+    if mig.sm_count and whole_sms:
+        share = mig.sm_count / whole_sms
+        compute = f"x {mig.sm_count}/{whole_sms} SMs ({what})"
+        for name in PEAK_FIELDS:
+            value = peaks.get(name)
+            scaled[name] = None if value is None else value * share
+    else:
+        compute = f"not judged: the SM count of {what} is not known"
+        for name in PEAK_FIELDS:
+            scaled[name] = None
+    mib = 1 << 20
+    total, own = info.memory_total_bytes, mig.memory_total_bytes
+    bandwidth = peaks.get("memory_bw_gbs")
+    if total and own and 0 < own <= total and bandwidth is not None:
+        memory = f"x {own // mib:,}/{total // mib:,} MiB memory share ({what})"
+        scaled["memory_bw_gbs"] = bandwidth * own / total
+    else:
+        memory = f"not judged: the memory share of {what} is not known"
+        scaled["memory_bw_gbs"] = None
+    return SpecRef(match, scaled, mig, compute, memory)
+
+
+def _whole_sms(info: GpuInfo, match: SpecMatch, mig: MigDeviceInfo) -> int | None:
+    """The whole GPU's SMs: what the GPU reports when that is more than the slice has, else the
+    spec row's."""
+    if info.sm_count and (mig.sm_count is None or info.sm_count > mig.sm_count):
+        return info.sm_count
+    return match.spec.sm_count
 
 
 __all__ = ["Peaks", "SpecRef", "spec_for"]
