@@ -257,3 +257,39 @@ def test_a_mig_slice_is_judged_against_its_share_of_the_gpu() -> None:
     spec = spec_summary(node.gpus[0])
     assert spec["mig_uuid"] == node.gpus[0].mig_devices[0].uuid
     assert "16/132 SMs" in spec["mig_compute_share"]
+
+
+# -- AMD compute partitions ----------------------------------------------------------------------
+
+
+def test_a_gpu_split_into_compute_partitions_is_refused(fake) -> None:
+    """MI300X partitions (CPX ...) differ only by PCI function (ROCm/rocm_smi_lib#208) and the
+    runtime reports no function: which one a worker opened cannot be checked, so none is
+    probed, forced or not; an SPX GPU is."""
+    gpus = (
+        _info(0, vendor="amd", uuid="aa" * 8, compute_partition="CPX"),
+        _info(1, vendor="amd", uuid="bb" * 8, compute_partition="SPX"),
+    )
+    node = NodeInfo("n", "amdsmi", gpus)
+    snapshot = Snapshot(0.0, node, (GpuSample(0, 0.0), GpuSample(1, 0.0)), ())
+    for snap in (snapshot, None):
+        report = R.probe_node(node=node, snapshot=snap, command=fake, force=True,
+                              tests=["matmul_bf16"])  # fmt: skip
+        (refused,) = report.refused
+        assert "GPU 0" in refused and "CPX" in refused and "PCI function" in refused
+        assert "SPX" in refused and list(report.runs) == [1] and report.exit_code == 2
+    assert R.unusable_label(snapshot, 0) == "CPX partition: cannot be checked"
+    assert R.unusable_label(snapshot, 1) is None
+
+
+def test_identity_check_compares_the_pci_function() -> None:
+    """Partitions of one GPU sit at 0000:05:00.0, .1, ...: the function is part of the check.
+    The runtime reports no function, so an address without one proves only function 0."""
+    part1 = Target(1, "cuda:1", "GPU 1", None, "0000:05:00.1")
+    status, why = D.identity_check(part1, _hello(pci="0000:05:00.0", kind="rocm"))
+    assert status == D.MISMATCH and "not 0000:05:00.1" in why
+    status, why = D.identity_check(part1, _hello(pci="0000:05:00", kind="rocm"))
+    assert status == D.MISMATCH and "cannot tell which function" in why
+    assert D.identity_check(part1, _hello(pci="0000:05:00.1", kind="rocm"))[0] == D.MATCH
+    whole = Target(0, "cuda:0", "GPU 0", None, "0000:05:00.0")
+    assert D.identity_check(whole, _hello(pci="0000:05:00", kind="rocm"))[0] == D.MATCH

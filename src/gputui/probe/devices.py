@@ -21,7 +21,13 @@ later ``N``). So:
   where the runtime reports addresses) and the addresses of the other probed GPUs (the only
   ones a P2P copy may reach).
 * Either way the worker's ``hello`` names what it opened (UUID, PCI bus id) and
-  :func:`identity_check` compares it with the target: a mismatch drops that worker's results.
+  :func:`identity_check` compares it with the target, PCI function included: a mismatch drops
+  that worker's results.
+* An AMD GPU split into compute partitions (CPX, DPX ...; ``GpuInfo.compute_partition`` other
+  than ``SPX``) is refused (:func:`partition_reason`): its partitions differ only by PCI function
+  (``0000:05:00.1`` ...; ROCm/rocm_smi_lib#208, ROCm/rocm-systems#5805), and the runtime reports
+  no PCI function (HIP's and CUDA's device properties carry domain, bus and device only), so
+  which partition a worker opened cannot be checked.
 """
 
 from __future__ import annotations
@@ -93,6 +99,19 @@ def runtime_uuid(info: GpuInfo) -> str | None:
     if mig is not None:
         return mig.uuid
     return info.uuid or None
+
+
+def partition_reason(info: GpuInfo) -> str | None:
+    """Why a GPU split into compute partitions is not probed (see the module doc), or None."""
+    mode = (info.compute_partition or "").strip().upper()
+    if not mode or mode == "SPX":
+        return None
+    return (
+        f"GPU {info.index} is one compute partition of a GPU in {mode} mode: its partitions "
+        "differ only by PCI function, which the runtime does not report, so which partition a "
+        "probe worker opened cannot be checked. It is not probed (not even with --force); "
+        "switch the GPU to SPX (amd-smi set --compute-partition SPX) to probe it."
+    )
 
 
 def _nvidia_plan(infos: Sequence[GpuInfo], ids: Sequence[str | None]) -> DevicePlan:
@@ -181,8 +200,10 @@ def identity_check(target: Target, hello: Hello) -> tuple[str, str]:
     """Did the worker open ``target``? (MATCH | MISMATCH | UNKNOWN, why in words).
 
     The UUID is compared on NVIDIA (the runtime prints NVML's UUID without ``GPU-``); the PCI
-    bus id on both vendors (AMD-SMI's UUID is not the runtime's, so on ROCm only the address
-    says)."""
+    address on both vendors (AMD-SMI's UUID is not the runtime's, so on ROCm only the address
+    says), function included: where the hello names no function (the runtimes report domain,
+    bus and device only), the address proves the device only for a target at function 0, the
+    one function a GPU that is not partitioned has."""
     if target.gpu is None:
         return MATCH, "the CPU"
     opened = f"{hello.device_name} (cuda:{hello.device_index})"
@@ -197,12 +218,23 @@ def identity_check(target: Target, hello: Hello) -> tuple[str, str]:
         checked.append("UUID")
     want_pci, got_pci = parse_pci_bus_id(target.pci_bus_id), parse_pci_bus_id(hello.pci_bus_id)
     if want_pci is not None and got_pci is not None:
-        if want_pci.device_key != got_pci.device_key:
+        if want_pci.device_key != got_pci.device_key or (
+            want_pci.function is not None
+            and got_pci.function is not None
+            and want_pci.function != got_pci.function
+        ):
             return MISMATCH, (
                 f"{target.label}: the worker opened another GPU: {opened} is at PCI "
                 f"{hello.pci_bus_id}, not {target.pci_bus_id}; its results are not used"
             )
-        checked.append("PCI bus id")
+        if got_pci.function is not None or not want_pci.function:
+            checked.append("PCI bus id")
+        elif not checked:
+            return MISMATCH, (
+                f"{target.label}: cannot tell which function of PCI device {hello.pci_bus_id} "
+                f"the worker opened (the runtime reports no PCI function; {target.label} is "
+                f"at {target.pci_bus_id}); its results are not used"
+            )
     if checked:
         return MATCH, f"{target.label}: the worker opened it ({' and '.join(checked)} checked)"
     return UNKNOWN, (

@@ -46,6 +46,7 @@ from gputui.probe.devices import (
     DevicePlan,
     cuda_index_map,
     identity_check,
+    partition_reason,
     peer_index,
     plan_devices,
 )
@@ -127,7 +128,11 @@ def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) ->
 
 def unusable_label(snapshot: Snapshot, index: int) -> str | None:
     """In a few words, why a GPU cannot be probed at all: its latest sample says it fell off the
-    bus (``lost``) or the driver did not answer (``error``); None when neither."""
+    bus (``lost``) or the driver did not answer (``error``), or it is one compute partition of
+    a partitioned GPU (:func:`~gputui.probe.devices.partition_reason`); None when none."""
+    info = snapshot.node.gpu(index)
+    if info is not None and partition_reason(info):
+        return f"{(info.compute_partition or '').strip().upper()} partition: cannot be checked"
     sample = snapshot.sample(index)
     if sample is None:
         return None
@@ -141,6 +146,10 @@ def unusable_label(snapshot: Snapshot, index: int) -> str | None:
 def unusable_reason(snapshot: Snapshot, index: int) -> str | None:
     """Why a GPU cannot be probed at all, ``--force`` or not (:func:`unusable_label`, with the
     driver's words and what to do), or None. The command and the probe screen both use it."""
+    info = snapshot.node.gpu(index)
+    partitioned = partition_reason(info) if info is not None else None
+    if partitioned:
+        return partitioned
     label = unusable_label(snapshot, index)
     if label is None:
         return None
@@ -470,9 +479,14 @@ def probe_node(
     else:
         node = node_of(node, snapshot)
         indices = sorted(gpus) if gpus is not None else [g.index for g in node.gpus]
+        split = {
+            i: why for i in indices if (info := node.gpu(i)) and (why := partition_reason(info))
+        }
+        report.refused = list(split.values())
+        indices = [i for i in indices if i not in split]
         if snapshot is not None:
             unusable = {i: why for i in indices if (why := unusable_reason(snapshot, i))}
-            report.refused = list(unusable.values())
+            report.refused += list(unusable.values())
             indices = [i for i in indices if i not in unusable]
             if not force:
                 own = (os.getpid(),)
