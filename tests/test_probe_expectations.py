@@ -1,6 +1,6 @@
 """What a probe result is judged against, board by board: the expected share per form factor
-(an H100 PCIe is not an SXM board), assumed shares said as such, and the calibration from the
-first real GPU."""
+(an H100 PCIe is not an SXM board), assumed shares said as such, the calibration from the first
+real GPU, and the NVLink-C2C host link of Grace Hopper."""
 
 from __future__ import annotations
 
@@ -133,3 +133,29 @@ def test_a_reference_script_on_the_same_gpu_is_ok_too() -> None:
         unit = "TFLOPS" if test.startswith("matmul") else "GB/s"
         judged = judge_result(0, "GPU 0", Result(test, value, unit, "ref", {}), node)
         assert judged.verdict == V.OK, (test, judged.judgement)
+
+
+# -- NVLink-C2C host link ----------------------------------------------------------------------
+
+
+def test_grace_hopper_host_copies_are_judged_against_nvlink_c2c() -> None:
+    """A GH200 has no PCIe link of its own: its reported Gen1 x1 is a placeholder. Host copies
+    are judged against the C2C link (the driver's figure, else the spec data's 450 GB/s per
+    direction), assumed (GH200 nvbandwidth H2D ~346 GB/s: NVIDIA/nvbandwidth#23)."""
+    c2c = {"host_link": "nvlink-c2c", "pcie_max_gen": 1, "pcie_max_width": 1}
+    gh200 = _gpu("NVIDIA GH200 480GB", sm_count=132, **c2c)
+    judged = _judge(gh200, "h2d", 346.0)
+    assert judged.spec == pytest.approx(450.0) and "NVLink-C2C" in judged.spec_source
+    assert "PCIe" not in judged.spec_source.replace("PCIe numbers", "")
+    assert judged.verdict == V.OK and judged.expected_assumed is True
+    assert "nvbandwidth issue #23" in judged.judgement
+    reported = _judge(_gpu("NVIDIA GH200 480GB", host_link_bandwidth_gbs=400.0, **c2c), "d2h", 300)
+    assert (
+        reported.spec == pytest.approx(400.0) and "as the driver reports it" in reported.spec_source
+    )
+    # No figure anywhere (a GB200's 900 GB/s is the whole superchip's): not judged, never PCIe.
+    gb200 = _judge(_gpu("NVIDIA GB200", sm_count=152, **c2c), "h2d", 300.0)
+    assert gb200.spec is None and gb200.verdict == V.NA
+    assert "NVLink-C2C host link of unknown bandwidth" in gb200.judgement
+    # A PCIe GPU is still judged by its link.
+    assert _judge(_gpu("NVIDIA H100 80GB HBM3"), "h2d", 55.0).spec == pytest.approx(63.0, rel=1e-3)

@@ -27,10 +27,10 @@ from gputui.probe.protocol import (
     Skipped,
 )
 from gputui.probe.runs import EventCallback, GpuRun
-from gputui.probe.specref import SpecRef, spec_for
+from gputui.probe.specref import SpecRef, host_link_spec, spec_for
 from gputui.probe.verdict import Judged
 from gputui.specs import SpecMatch
-from gputui.specs.expected import expected_for
+from gputui.specs.expected import C2C_EXPECTED, expected_for
 
 EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
 
@@ -75,7 +75,8 @@ def judge_result(
 
     ``spec``: the GPU's :func:`spec_for`, when the caller has it already (a MIG GPU's is its
     probed slice's share). P2P results are judged against their pair's budget from ``node``'s
-    wiring (:func:`pair_spec`); host copies against the PCIe link. The expected fraction is the
+    wiring (:func:`pair_spec`); host copies against the PCIe link, or the NVLink-C2C link where
+    the GPU has no PCIe link of its own (:func:`host_link_spec`). The expected fraction is the
     GPU's model's, board form factor's or family's (:func:`expected_for`); on a MIG slice it is
     marked assumed (it was measured on whole GPUs)."""
     judged = Judged(
@@ -97,6 +98,7 @@ def judge_result(
     match, peaks = ref.match, ref.peaks
     fam = _family(info, match)
     metric = V.TEST_METRIC.get(judged.test, "")
+    host_link = host_link_spec(info, match) if metric == "pcie" else None
     if metric == "p2p":
         if judged.peer is None:
             pair = PairSpec(None, "the destination GPU is not known: no pair budget")
@@ -110,6 +112,8 @@ def judge_result(
             pair = pair_spec(node, info.index, judged.peer)
         judged.spec, judged.spec_source = pair.gbs, pair.source
         metric = pair.metric
+    elif host_link is not None:
+        judged.spec, judged.spec_source = host_link
     else:
         tel = judged.telemetry
         gen = info.pcie_max_gen or (tel.pcie_gen if tel else None)
@@ -127,7 +131,9 @@ def judge_result(
         elif share:
             judged.spec_source = share.removeprefix("not judged: ")
     exp = expected_for(fam, metric, form=ref.form, model=ref.model)
-    if ref.mig is not None and exp.measured:
+    if host_link is not None:
+        exp = C2C_EXPECTED
+    elif ref.mig is not None and exp.measured:
         exp = dataclasses.replace(
             exp,
             measured=False,
@@ -142,7 +148,7 @@ def judge_result(
         sm_clock_max_mhz=info.sm_clock_max_mhz,
         power_default_limit_w=info.power_default_limit_w,
     )
-    if metric == "pcie" and judged.verdict in (V.LOW, V.WARN):
+    if metric == "pcie" and host_link is None and judged.verdict in (V.LOW, V.WARN):
         why = _pcie_reason(judged, info)
         if why:
             judged.reasons.append(why)

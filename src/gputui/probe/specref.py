@@ -1,11 +1,14 @@
 """The spec a probed device is judged against: its GPU's row of the spec table, scaled to the
-MIG slice the probe ran on.
+MIG slice the probe ran on, and the host link its host copies cross.
 
 * A GPU in MIG mode is probed on one slice (:func:`gputui.probe.devices.probed_slice`), so it is
   judged against that slice: compute peaks x the slice's SMs / the whole GPU's SMs, memory
   bandwidth x the slice's share of the memory (a MIG GPU instance owns whole memory slices and
   their controllers). A share that cannot be worked out leaves that peak unknown: not judged,
   never the whole GPU's number.
+* A GPU whose host link is NVLink-C2C (Grace Hopper / Grace Blackwell) reports placeholder PCIe
+  numbers (Gen1 x1): its host copies are judged against ``GpuInfo.host_link_bandwidth_gbs`` (per
+  direction), else the spec data's C2C figure (:mod:`gputui.specs.hostlinks`), else not judged.
 
 Pure functions over the model and the spec table; no torch.
 """
@@ -19,6 +22,9 @@ from gputui.model import GpuInfo, MigDeviceInfo
 from gputui.probe.devices import probed_slice
 from gputui.specs import PEAK_FIELDS, SpecMatch, lookup, scaled_peaks
 from gputui.specs.expected import form_of
+from gputui.specs.hostlinks import host_link_for
+
+NVLINK_C2C = "nvlink-c2c"
 
 Peaks = dict[str, "float | None"]
 """Spec peaks by name (``bf16_tflops``, ``memory_bw_gbs`` ...), scaled to the device's share."""
@@ -99,4 +105,28 @@ def _whole_sms(info: GpuInfo, match: SpecMatch, mig: MigDeviceInfo) -> int | Non
     return match.spec.sm_count
 
 
-__all__ = ["Peaks", "SpecRef", "spec_for"]
+def host_link_spec(info: GpuInfo, match: SpecMatch | None) -> tuple[float | None, str] | None:
+    """The spec of a host copy when the host link is not PCIe: (GB/s per direction or None,
+    where it comes from in words); None for a PCIe GPU (judged by its link's gen and width)."""
+    if info.host_link != NVLINK_C2C:
+        return None
+    if info.host_link_bandwidth_gbs:
+        return (
+            info.host_link_bandwidth_gbs,
+            f"NVLink-C2C host link, {info.host_link_bandwidth_gbs:g} GB/s per direction as the "
+            "driver reports it",
+        )
+    link = host_link_for(match.spec.model) if match is not None else None
+    if link is not None:
+        return (
+            link.gbs_per_direction,
+            f"NVLink-C2C host link of {link.model}, {link.gbs_per_direction:g} GB/s per "
+            f"direction ({link.source})",
+        )
+    return None, (
+        "NVLink-C2C host link of unknown bandwidth (the driver does not say and the spec data "
+        "has no figure for this GPU); its PCIe numbers are placeholders"
+    )
+
+
+__all__ = ["NVLINK_C2C", "Peaks", "SpecRef", "host_link_spec", "spec_for"]

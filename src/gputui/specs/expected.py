@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "C2C_EXPECTED",
     "DEFAULT_EXPECTED",
     "EXPECTED",
     "FAMILY_LABELS",
@@ -271,6 +272,14 @@ MODEL_EXPECTED: dict[str, dict[str, Expected]] = {
 }
 """Per spec-table model and metric: calibrated on a real GPU of that model (each measured value
 lands at 100-105% of its expectation: OK with margin, never above the measurement)."""
+
+C2C_EXPECTED = _assumed(
+    0.70,
+    "NVLink-C2C host link: public GH200 nvbandwidth H2D ~346 GB/s with the copy engine "
+    "(NVIDIA/nvbandwidth issue #23) = 77% of 450 GB/s per direction; one report, not a "
+    "measurement of this probe",
+)
+"""The host copies of a GPU whose host link is NVLink-C2C (Grace Hopper / Grace Blackwell)."""
 
 FAMILY_LABELS: dict[str, str] = {
     "hopper": "Hopper SXM and superchip (H100, H200, GH200, H20)",
