@@ -381,6 +381,44 @@ def test_fp8_data_has_no_nan_in_either_format() -> None:
     assert old.isnan().any()
 
 
+class _ScaledMmSpy:
+    """torch, with ``_scaled_mm`` recorded (and refused with ``out=`` when ``no_out``, as torch
+    builds without the out variant do)."""
+
+    def __init__(self, no_out: bool = False) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.no_out = no_out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    def _scaled_mm(self, a: Any, b: Any, **kw: Any) -> Any:
+        self.calls.append(kw)
+        if self.no_out and "out" in kw:
+            raise TypeError("_scaled_mm() got an unexpected keyword argument 'out'")
+        return torch._scaled_mm(a, b, **kw)
+
+
+def test_fp8_writes_a_preallocated_output_with_fp32_accumulation() -> None:
+    """The FP8 test writes into a preallocated BF16 output as the other matmuls do, with
+    use_fast_accum=False said and passed; a torch without out= allocates, and the method says
+    so rather than claiming a preallocated output."""
+    spy = _ScaledMmSpy()
+    ctx = _ctx(torch=spy)
+    op, output = matmul._operation(ctx, "matmul_fp8", (256, 256, 256), torch.float8_e4m3fn)
+    op()
+    assert output == "output preallocated"
+    out = spy.calls[-1]["out"]
+    assert out.dtype == torch.bfloat16 and tuple(out.shape) == (256, 256)
+    assert all(c["use_fast_accum"] is False and c["out"] is out for c in spy.calls)
+    assert "use_fast_accum=False" in matmul.MATMUL_DTYPES["matmul_fp8"][2]
+    old = _ScaledMmSpy(no_out=True)
+    op, output = matmul._operation(_ctx(torch=old), "matmul_fp8", (256, 256, 256),
+                                   torch.float8_e4m3fn)  # fmt: skip
+    op()
+    assert output == "output allocated per call" and "out" not in old.calls[-1]
+
+
 def test_tf32_on_rocm_needs_hipblaslt_allow() -> None:
     why = matmul.tf32_problem("rocm", {})
     assert why is not None and "HIPBLASLT_ALLOW_TF32=1" in why
