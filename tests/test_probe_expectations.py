@@ -1,6 +1,6 @@
 """What a probe result is judged against, board by board: the expected share per form factor
 (an H100 PCIe is not an SXM board), assumed shares said as such, the calibration from the first
-real GPU, and the NVLink-C2C host link of Grace Hopper."""
+real GPU, the NVLink-C2C host link of Grace Hopper, and an FP32 result that ran as TF32."""
 
 from __future__ import annotations
 
@@ -159,3 +159,20 @@ def test_grace_hopper_host_copies_are_judged_against_nvlink_c2c() -> None:
     assert "NVLink-C2C host link of unknown bandwidth" in gb200.judgement
     # A PCIe GPU is still judged by its link.
     assert _judge(_gpu("NVIDIA H100 80GB HBM3"), "h2d", 55.0).spec == pytest.approx(63.0, rel=1e-3)
+
+
+# -- FP32 that ran as TF32 ---------------------------------------------------------------------
+
+
+def test_an_fp32_result_faster_than_fp32_can_run_is_flagged() -> None:
+    """TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (honoured by older torch) turns the FP32 test into TF32:
+    7x the FP32 peak is no FP32 number, so it is not OK and says why."""
+    h100 = _gpu("NVIDIA H100 80GB HBM3", sm_count=132)
+    judged = _judge(h100, "matmul_fp32", 380.0)
+    assert judged.verdict == V.WARN
+    (why,) = judged.reasons
+    assert "5.7x the FP32 peak" in why and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" in why
+    assert V.summary_lines([judged])[0].endswith("(WARN)")
+    assert _judge(h100, "matmul_fp32", 52.0).verdict == V.OK  # a real FP32 number
+    assert _judge(h100, "matmul_fp32", 1.3 * 67).verdict == V.OK  # the limit itself
+    assert _judge(h100, "matmul_tf32", 380.0).reasons == []  # TF32 may be that fast

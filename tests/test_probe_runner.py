@@ -390,3 +390,23 @@ def test_telemetry_is_sampled_often_enough_to_see_a_test() -> None:
     """Every 0.5 s gave a 1 s test about two readings; every 0.1 s gives about ten."""
     r = R.ProbeRunner(_targets(1), tests=["memory_copy"], command=["x"])
     assert r.telemetry.interval <= 0.1
+
+
+def test_tf32_override_variables_never_reach_the_workers(fake, monkeypatch, tmp_path) -> None:
+    """NVIDIA's containers and serving stacks set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 or
+    NVIDIA_TF32_OVERRIDE; a torch that honours the first times the FP32 test as TF32 (the fake
+    worker does, as such builds do). The workers run without both."""
+    log = tmp_path / "argv.jsonl"
+    monkeypatch.setenv("FAKE_ARGV", str(log))
+    monkeypatch.setenv("FAKE_VALUE_cuda_0", "50")
+    monkeypatch.setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1")
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    node = NodeInfo("n", "nvml", (_info(0, "0000:1B:00.0"),))
+    report = R.probe_node(node=node, snapshot=None, command=fake, tests=["matmul_fp32"])
+    (judged,) = report.judged
+    assert judged.value == 50 and judged.verdict == V.OK
+    assert [json.loads(line)["tf32_overrides"] for line in log.read_text().splitlines()] == [
+        [None, None]
+    ]
+    env = R.child_env({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1", "NVIDIA_TF32_OVERRIDE": "1"})
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in env and "NVIDIA_TF32_OVERRIDE" not in env

@@ -29,6 +29,8 @@ def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     env.pop(worker.INJECT_ENV, None)
+    for name in ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "NVIDIA_TF32_OVERRIDE"):
+        env.pop(name, None)
     env.update(extra)
     return env
 
@@ -417,6 +419,19 @@ def test_fp8_writes_a_preallocated_output_with_fp32_accumulation() -> None:
                                    torch.float8_e4m3fn)  # fmt: skip
     op()
     assert output == "output allocated per call" and "out" not in old.calls[-1]
+
+
+def test_the_fp32_method_says_whether_a_tf32_override_is_set() -> None:
+    """The runner removes TORCH_ALLOW_TF32_CUBLAS_OVERRIDE / NVIDIA_TF32_OVERRIDE; a worker
+    started by hand may still have one, and its FP32 method says so."""
+    plain = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "", "NVIDIA_TF32_OVERRIDE": ""}
+    assert "unset (removed from the worker's environment)" in matmul.tf32_override_words({})
+    assert "=1 set" in matmul.tf32_override_words({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+    assert "NVIDIA_TF32_OVERRIDE= set" in matmul.tf32_override_words(plain)
+    rc, msgs = run_worker("--tests", "matmul_fp32", TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1")
+    assert rc == 0
+    method = by_type(msgs, "result", "matmul_fp32")[0].method
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 set" in method
 
 
 def test_tf32_on_rocm_needs_hipblaslt_allow() -> None:

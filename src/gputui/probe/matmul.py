@@ -15,6 +15,9 @@ Runs in the worker child only (torch arrives through :class:`~gputui.probe.kerne
   flags; :class:`Precision` puts every setting back. On ROCm, torch runs TF32 (XF32) only with
   ``HIPBLASLT_ALLOW_TF32=1`` (the runner sets it for the child); without it the TF32 test is
   skipped with that reason rather than timing plain FP32 against the TF32 peak.
+  The TF32 override variables (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE``, ``NVIDIA_TF32_OVERRIDE``)
+  are removed from the worker's environment by the runner; the method text says whether any is
+  set all the same (a worker started by hand).
 * FP8: ``torch._scaled_mm`` on unscaled ``randn`` data clamped to the format's range (E4M3FNUZ on
   MI300X tops out at 240: scaling by 64 would turn ~2e-4 of the values into NaN), FP32
   accumulation (``use_fast_accum=False``) and a preallocated BF16 output, timed sustained like
@@ -26,10 +29,11 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 from gputui.probe import protocol
+from gputui.probe.children import TF32_OVERRIDE_VARS
 from gputui.probe.kernels import (
     FREE_FRACTION,
     Context,
@@ -133,6 +137,16 @@ class Precision:
             return
         for path, value in self.saved.items():  # the generic setting first, as read
             setattr(self._backend(path), "fp32_precision", value)  # noqa: B010
+
+
+def tf32_override_words(environ: Mapping[str, str] | None = None) -> str:
+    """What the TF32 override variables are in this process, in words (the runner removes
+    them from the workers' environment: :data:`gputui.probe.children.TF32_OVERRIDE_VARS`)."""
+    env = os.environ if environ is None else environ
+    found = [f"{name}={env[name]}" for name in TF32_OVERRIDE_VARS if name in env]
+    if found:
+        return f"{', '.join(found)} set: it may override the setting above"
+    return f"{' and '.join(TF32_OVERRIDE_VARS)} unset (removed from the worker's environment)"
 
 
 def tf32_problem(kind: str, environ: dict[str, str] | None = None) -> str | None:
@@ -288,7 +302,7 @@ def matmul(ctx: Context, test: str, scale: float) -> protocol.Result:
         ctx.precision.set_tf32(test == "matmul_tf32")
         if ctx.gpu and ctx.precision.tf32() != (test == "matmul_tf32"):
             raise SkipTest(f"torch did not take the precision setting ({ctx.precision.describe()})")
-        precision = f", {ctx.precision.describe()}"
+        precision = f", {ctx.precision.describe()}, {tf32_override_words()}"
     seconds = ctx.seconds
     if ctx.long and test == "matmul_bf16":
         seconds = max(seconds, LONG_BF16_SECONDS)
