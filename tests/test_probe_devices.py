@@ -3,17 +3,19 @@ worker's hello is checked against its GPU, and P2P destinations map back to NVML
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from tests.test_probe_runner import FAKE
+from tests.fakes.fake_probe_worker import FAKE
 
 from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
 from gputui.probe import devices as D
 from gputui.probe import runner as R
 from gputui.probe.protocol import Hello
+from gputui.probe.report import spec_summary
 from gputui.probe.runs import Target
 
 
@@ -186,3 +188,108 @@ def test_p2p_results_name_their_destination_gpu(fake) -> None:
     snapshot = Snapshot(0.0, NODE3, tuple(GpuSample(i, 0.0) for i in range(3)), ())
     report = R.probe_node(node=NODE3, snapshot=snapshot, gpus=[0, 2], command=fake, tests=["p2p"])
     assert sorted((j.gpu, j.peer) for j in report.judged) == [(0, 2), (2, 0)]
+
+
+# -- MIG slices ----------------------------------------------------------------------------------
+
+
+def _mig_node() -> NodeInfo:
+    """The simulated DGX H100 in MIG mode: GPUs 0-3 in 1g.10gb slices (16 SMs, 9,984 MiB),
+    GPUs 4-6 in 3g.40gb (60 SMs), GPU 7 whole."""
+    from gputui.backends.sim import SimBackend
+
+    return SimBackend("mig", seed=0, start_time=1_700_000_000.0).open()
+
+
+def test_each_mig_slice_worker_sees_its_slice_alone() -> None:
+    """CUDA enumerates one MIG device per process: two MIG UUIDs in one CUDA_VISIBLE_DEVICES
+    leave cuda:1 an invalid ordinal. Each slice's worker gets its own list, and opens cuda:0."""
+    node = _mig_node()
+    plan = D.plan_devices(node, [0, 4, 7])
+    by_gpu = {t.gpu: t for t in plan.targets}
+    slices = {g: node.gpus[g].mig_devices[0].uuid for g in (0, 4)}
+    for gpu, uuid in slices.items():
+        assert by_gpu[gpu].device == "cuda:0" and by_gpu[gpu].uuid == uuid
+        assert plan.visible_for(by_gpu[gpu]) == {"CUDA_VISIBLE_DEVICES": uuid}
+    assert by_gpu[7].device == "cuda:0" and by_gpu[7].uuid == node.gpus[7].uuid
+    assert plan.visible_for(by_gpu[7]) == {"CUDA_VISIBLE_DEVICES": node.gpus[7].uuid}
+    assert plan.pinned and [t.gpu for t in plan.shared] == [7]
+    # No slice is a P2P destination by its place: only whole GPUs share the numbering.
+    assert D.peer_index({"dst": 0}, node, plan) == 7
+
+
+def test_mig_slices_probe_side_by_side(fake, monkeypatch, tmp_path) -> None:
+    log = tmp_path / "argv.jsonl"
+    monkeypatch.setenv("FAKE_ARGV", str(log))
+    node = _mig_node()
+    report = R.probe_node(node=node, snapshot=None, gpus=[0, 1, 4], command=fake,
+                          tests=["matmul_bf16"])  # fmt: skip
+    assert not report.errors and sorted(j.gpu for j in report.judged) == [0, 1, 4]
+    seen = sorted(json.loads(line)["visible"] for line in log.read_text().splitlines())
+    assert seen == sorted(node.gpus[g].mig_devices[0].uuid for g in (0, 1, 4))
+
+
+def test_a_mig_slice_is_judged_against_its_share_of_the_gpu() -> None:
+    """A 1g.10gb slice has 16 of the H100's 132 SMs and 9,984 of its 81,559 MiB: its peaks are
+    that share of the whole GPU's (the judgement says so), never the whole GPU's."""
+    from gputui.probe.protocol import Result
+    from gputui.probe.report import judge_result
+
+    node = _mig_node()
+    bf16 = judge_result(0, "GPU 0", Result("matmul_bf16", 100.0, "TFLOPS", "m", {}), node)
+    assert bf16.spec == pytest.approx(989.5 * 16 / 132) and bf16.verdict == "OK"
+    assert "x 16/132 SMs (the MIG slice 1g.10gb the probe ran on)" in bf16.judgement
+    assert bf16.expected_assumed is True and "not on a MIG slice" in bf16.judgement
+    copy = judge_result(0, "GPU 0", Result("memory_copy", 380.0, "GB/s", "m", {}), node)
+    assert copy.spec == pytest.approx(3350 * 9984 / 81559)
+    assert "x 9,984/81,559 MiB memory share" in copy.judgement and copy.verdict == "OK"
+    big = judge_result(4, "GPU 4", Result("matmul_bf16", 100.0, "TFLOPS", "m", {}), node)
+    assert big.spec == pytest.approx(989.5 * 60 / 132) and big.verdict == "LOW"
+    whole = judge_result(7, "GPU 7", Result("matmul_bf16", 100.0, "TFLOPS", "m", {}), node)
+    assert whole.spec == pytest.approx(989.5) and "MIG" not in whole.judgement
+    # A slice whose size is not known is not judged rather than judged as the whole GPU.
+    info = node.gpus[0]
+    unsized = dataclasses.replace(info.mig_devices[0], sm_count=None, memory_total_bytes=None)
+    bare = NodeInfo("n", "nvml", (dataclasses.replace(info, mig_devices=(unsized,)),))
+    unknown = judge_result(0, "GPU 0", Result("matmul_bf16", 100.0, "TFLOPS", "m", {}), bare)
+    assert unknown.spec is None and unknown.verdict == "n/a"
+    assert "SM count of the MIG slice" in unknown.judgement
+    spec = spec_summary(node.gpus[0])
+    assert spec["mig_uuid"] == node.gpus[0].mig_devices[0].uuid
+    assert "16/132 SMs" in spec["mig_compute_share"]
+
+
+# -- AMD compute partitions ----------------------------------------------------------------------
+
+
+def test_a_gpu_split_into_compute_partitions_is_refused(fake) -> None:
+    """MI300X partitions (CPX ...) differ only by PCI function (ROCm/rocm_smi_lib#208) and the
+    runtime reports no function: which one a worker opened cannot be checked, so none is
+    probed, forced or not; an SPX GPU is."""
+    gpus = (
+        _info(0, vendor="amd", uuid="aa" * 8, compute_partition="CPX"),
+        _info(1, vendor="amd", uuid="bb" * 8, compute_partition="SPX"),
+    )
+    node = NodeInfo("n", "amdsmi", gpus)
+    snapshot = Snapshot(0.0, node, (GpuSample(0, 0.0), GpuSample(1, 0.0)), ())
+    for snap in (snapshot, None):
+        report = R.probe_node(node=node, snapshot=snap, command=fake, force=True,
+                              tests=["matmul_bf16"])  # fmt: skip
+        (refused,) = report.refused
+        assert "GPU 0" in refused and "CPX" in refused and "PCI function" in refused
+        assert "SPX" in refused and list(report.runs) == [1] and report.exit_code == 2
+    assert R.unusable_label(snapshot, 0) == "CPX partition: cannot be checked"
+    assert R.unusable_label(snapshot, 1) is None
+
+
+def test_identity_check_compares_the_pci_function() -> None:
+    """Partitions of one GPU sit at 0000:05:00.0, .1, ...: the function is part of the check.
+    The runtime reports no function, so an address without one proves only function 0."""
+    part1 = Target(1, "cuda:1", "GPU 1", None, "0000:05:00.1")
+    status, why = D.identity_check(part1, _hello(pci="0000:05:00.0", kind="rocm"))
+    assert status == D.MISMATCH and "not 0000:05:00.1" in why
+    status, why = D.identity_check(part1, _hello(pci="0000:05:00", kind="rocm"))
+    assert status == D.MISMATCH and "cannot tell which function" in why
+    assert D.identity_check(part1, _hello(pci="0000:05:00.1", kind="rocm"))[0] == D.MATCH
+    whole = Target(0, "cuda:0", "GPU 0", None, "0000:05:00.0")
+    assert D.identity_check(whole, _hello(pci="0000:05:00", kind="rocm"))[0] == D.MATCH

@@ -15,14 +15,19 @@ from gputui.probe import runner as R
 from gputui.probe import verdict as V
 from gputui.probe.protocol import Result
 from gputui.probe.report import finish_judging, judge_result, render_table
+from gputui.specs import load_specs
 from gputui.specs.expected import (
     DEFAULT_EXPECTED,
     EXPECTED,
     FAMILY_LABELS,
+    FORM_EXPECTED,
+    FORM_LABELS,
     METRICS,
+    MODEL_EXPECTED,
     Expected,
     expected_for,
     family_of,
+    form_of,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,8 +174,9 @@ def test_every_result_says_how_it_was_measured_and_judged() -> None:
     judged = judge_result(0, "GPU 0", res, H100_NODE)
     text = judged.judgement
     assert "spec 989.5 TFLOPS" in text and "H100 SXM5 80GB" in text
-    assert "expected 75% of spec for Hopper" in text and "MAMF H100 SXM 80.3%" in text
-    assert "= 742.1 TFLOPS" in text and "OK >= 667.9" in text and "WARN >= 593.7" in text
+    assert "expected 72% of spec for H100 SXM5 80GB" in text
+    assert "measured: gputui's probe on an H100 SXM5" in text and "580.159.04" in text
+    assert "= 712.4 TFLOPS" in text and "OK >= 641.2" in text and "WARN >= 570" in text
     assert "LOW below" in text
     assert judged.how.startswith("torch.mm BF16") and "; judged: spec 989" in judged.how
     assert judged.to_dict()["judgement"] == text
@@ -181,13 +187,17 @@ def test_every_result_says_how_it_was_measured_and_judged() -> None:
 
 
 def test_an_assumed_fraction_says_so_and_a_missing_one_is_not_judged() -> None:
+    h200 = NodeInfo("n", "nvml", (_gpu(0, "NVIDIA H200"),))
     res = Result("matmul_fp32", 50.0, "TFLOPS", "m", {})
-    assert ", an assumption" in judge_result(0, "GPU 0", res, H100_NODE).judgement
+    fp32 = judge_result(0, "GPU 0", res, h200)
+    assert "(assumed, no measurement behind it: " in fp32.judgement
+    assert fp32.expected_assumed is True and fp32.to_dict()["expected_assumed"] is True
     mi300 = NodeInfo("n", "amdsmi", (_gpu(0, "AMD Instinct MI300X", "amd"),))
     bf16 = judge_result(0, "GPU 0", Result("matmul_bf16", 600.0, "TFLOPS", "m", {}), mi300)
     assert bf16.expected == 0.45 and bf16.verdict == V.OK  # untuned: 46% of 1307 is healthy
+    assert bf16.expected_assumed is False and "(measured: MAMF MI300X" in bf16.judgement
     tf32 = judge_result(0, "GPU 0", Result("matmul_tf32", 300.0, "TFLOPS", "m", {}), mi300)
-    assert tf32.expected == 0.45 and ", an assumption" in tf32.judgement
+    assert tf32.expected == 0.45 and "assumed, no measurement" in tf32.judgement
     none = Expected(None, "not judged: nothing published")
     assert V.verdict_for(300.0, 653.7, none.fraction) == V.NA
     assert V.explain(tf32, none).endswith("; not judged: nothing published")
@@ -216,31 +226,50 @@ def test_families_by_compute_capability(arch: str, cc: str, family: str) -> None
 
 
 def test_every_expectation_names_its_evidence() -> None:
-    for fam, table in EXPECTED.items():
-        assert fam in FAMILY_LABELS
+    tables = [*EXPECTED.values(), *FORM_EXPECTED.values(), *MODEL_EXPECTED.values()]
+    assert set(EXPECTED) <= set(FAMILY_LABELS) and set(FORM_EXPECTED) == set(FORM_LABELS)
+    assert {m for m in MODEL_EXPECTED} <= {s.model for s in load_specs()}
+    for table in tables:
         for metric, exp in table.items():
             assert metric in METRICS and exp.source
             assert exp.fraction is None or 0.3 <= exp.fraction <= 0.95
     assert set(DEFAULT_EXPECTED) == set(METRICS)
 
 
-def _readme_table() -> dict[str, list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Performance probe") : text.index("### Spec table")]
+def _docs_table() -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "probe.md").read_text(encoding="utf-8")
+    section = text[text.index("## Expected share of spec") : text.index("### Sources")]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 1 + len(METRICS) and cells[0] in FAMILY_LABELS.values():
+        if len(cells) == 1 + len(METRICS) and not cells[0].startswith(("boards", "---")):
             rows[cells[0]] = cells[1:]
     return rows
 
 
-def test_the_readme_lists_the_expected_fractions_the_code_uses() -> None:
-    rows = _readme_table()
-    assert set(rows) == set(FAMILY_LABELS.values())
-    for fam, label in FAMILY_LABELS.items():
+def _scopes() -> dict[str, tuple[str, str, str]]:
+    """Every row the docs must show: label -> (family, form factor, model)."""
+    out = {label: (fam, "", "") for fam, label in FAMILY_LABELS.items()}
+    out.update({label: (fam, form, "") for (fam, form), label in FORM_LABELS.items()})
+    for model in MODEL_EXPECTED:
+        (spec,) = [s for s in load_specs() if s.model == model]
+        out[model] = (
+            family_of(spec.architecture, spec.cc_or_gfx),
+            form_of(spec.form_factor),
+            model,
+        )
+    return out
+
+
+def test_the_docs_list_the_expected_fractions_the_code_uses() -> None:
+    """docs/probe.md holds the table of expected shares (per model, board form factor and
+    family, ``*`` for an assumed one): it says what the code does."""
+    rows = _docs_table()
+    scopes = _scopes()
+    assert set(rows) == set(scopes)
+    for label, (fam, form, model) in scopes.items():
         for metric, cell in zip(METRICS, rows[label], strict=True):
-            exp = expected_for(fam, metric)
+            exp = expected_for(fam, metric, form=form, model=model)
             if exp.fraction is None:
                 want = "—"  # not judged
             else:

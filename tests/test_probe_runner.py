@@ -5,70 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from tests.fakes.fake_probe_worker import FAKE
 
 from gputui import cli
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
 from gputui.probe import runner as R
 from gputui.probe import verdict as V
-
-FAKE = textwrap.dedent(
-    """
-    import json, os, sys, time, signal
-    args = sys.argv[1:]
-    device = args[args.index("--device") + 1]
-    tests = args[args.index("--tests") + 1].split(",")
-    mode = os.environ.get("FAKE_MODE", "ok")
-    def out(**m):
-        print(json.dumps(m), flush=True)
-    # Like CUDA: cuda:N is the N-th entry of CUDA_VISIBLE_DEVICES; torch prints the UUID
-    # without NVML's "GPU-" prefix.
-    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v]
-    index = int(device.split(":")[1]) if device.startswith("cuda:") else 0
-    uuid = visible[index].removeprefix("GPU-") if index < len(visible) else None
-    if mode == "wrong_gpu" and index == 1:  # cuda:1 opens another GPU
-        uuid = "someone-else"
-    out(type="hello", worker_version="1", torch_version="fake", device_kind="cuda",
-        device_name="fake " + device, device_index=index, total_memory=1, free_memory=1,
-        tests=tests, uuid=uuid)
-    with open(os.environ.get("FAKE_ARGV", os.devnull), "a") as fh:
-        fh.write(json.dumps({"argv": args, "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                             "hip": os.environ.get("HIP_VISIBLE_DEVICES")}) + "\\n")
-    if mode == "crash":
-        out(type="progress", test=tests[0], fraction=0.5, text="")
-        print("Traceback: boom on " + device, file=sys.stderr, flush=True)
-        sys.exit(3)
-    if mode == "garbage":
-        print("this is not json", flush=True)
-    if mode == "notorch":
-        print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr, flush=True)
-        sys.exit(1)
-    if mode == "hang":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # worst case: ignores SIGTERM
-        with open(os.environ["FAKE_PIDFILE"] + device.replace(":", ""), "w") as fh:
-            fh.write(str(os.getpid()))
-        time.sleep(60)
-    value = float(os.environ.get("FAKE_VALUE_" + device.replace(":", "_"), "100"))
-    for t in tests:
-        out(type="progress", test=t, fraction=1.0, text="")
-        time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
-        unit = "TFLOPS" if t.startswith("matmul") else "GB/s"
-        if t == "p2p":  # one copy to every other visible GPU, named as the worker names it
-            for dst, peer in enumerate(visible):
-                if dst != index:
-                    out(type="result", test=t, value=value, unit=unit, method="fake",
-                        details={"src": index, "dst": dst, "dst_uuid": peer[4:]},
-                        iterations=1, seconds=0.01)
-            continue
-        out(type="result", test=t, value=value, unit=unit, method="fake", details={},
-            iterations=1, seconds=0.01)
-    out(type="done", seconds=0.1)
-    """
-)
 
 
 @pytest.fixture
@@ -444,3 +390,23 @@ def test_telemetry_is_sampled_often_enough_to_see_a_test() -> None:
     """Every 0.5 s gave a 1 s test about two readings; every 0.1 s gives about ten."""
     r = R.ProbeRunner(_targets(1), tests=["memory_copy"], command=["x"])
     assert r.telemetry.interval <= 0.1
+
+
+def test_tf32_override_variables_never_reach_the_workers(fake, monkeypatch, tmp_path) -> None:
+    """NVIDIA's containers and serving stacks set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 or
+    NVIDIA_TF32_OVERRIDE; a torch that honours the first times the FP32 test as TF32 (the fake
+    worker does, as such builds do). The workers run without both."""
+    log = tmp_path / "argv.jsonl"
+    monkeypatch.setenv("FAKE_ARGV", str(log))
+    monkeypatch.setenv("FAKE_VALUE_cuda_0", "50")
+    monkeypatch.setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1")
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    node = NodeInfo("n", "nvml", (_info(0, "0000:1B:00.0"),))
+    report = R.probe_node(node=node, snapshot=None, command=fake, tests=["matmul_fp32"])
+    (judged,) = report.judged
+    assert judged.value == 50 and judged.verdict == V.OK
+    assert [json.loads(line)["tf32_overrides"] for line in log.read_text().splitlines()] == [
+        [None, None]
+    ]
+    env = R.child_env({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1", "NVIDIA_TF32_OVERRIDE": "1"})
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in env and "NVIDIA_TF32_OVERRIDE" not in env

@@ -29,6 +29,8 @@ def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     env.pop(worker.INJECT_ENV, None)
+    for name in ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "NVIDIA_TF32_OVERRIDE"):
+        env.pop(name, None)
     env.update(extra)
     return env
 
@@ -297,9 +299,13 @@ def _props(uuid: str = "6c9b1f2e-0000-1111-2222-333344445555", bus: int = 0x1B, 
 
 
 def test_hello_names_the_device_it_opened() -> None:
+    # The address has no function: CUDA's and HIP's device properties carry pciDomainID,
+    # pciBusID and pciDeviceID only (the fake props above), and AMD compute partitions differ by
+    # function alone (ROCm/rocm_smi_lib#208), so a made-up ".0" would pass any partition off as
+    # partition 0.
     assert kernels.device_identity(_props()) == (
         "6c9b1f2e-0000-1111-2222-333344445555",
-        "0000:1b:00.0",
+        "0000:1b:00",
     )
     # Older torch: no PCI fields; a runtime without a UUID prints zeros.
     bare = types.SimpleNamespace(uuid=_Uuid("00000000-0000-0000-0000-000000000000"))
@@ -375,6 +381,57 @@ def test_fp8_data_has_no_nan_in_either_format() -> None:
     # What the probe did before: randn x 64 overflows E4M3FNUZ (max 240) into NaN.
     old = (torch.randn(512, 512) * 64).to(torch.float8_e4m3fnuz).to(torch.float32)
     assert old.isnan().any()
+
+
+class _ScaledMmSpy:
+    """torch, with ``_scaled_mm`` recorded (and refused with ``out=`` when ``no_out``, as torch
+    builds without the out variant do)."""
+
+    def __init__(self, no_out: bool = False) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.no_out = no_out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    def _scaled_mm(self, a: Any, b: Any, **kw: Any) -> Any:
+        self.calls.append(kw)
+        if self.no_out and "out" in kw:
+            raise TypeError("_scaled_mm() got an unexpected keyword argument 'out'")
+        return torch._scaled_mm(a, b, **kw)
+
+
+def test_fp8_writes_a_preallocated_output_with_fp32_accumulation() -> None:
+    """The FP8 test writes into a preallocated BF16 output as the other matmuls do, with
+    use_fast_accum=False said and passed; a torch without out= allocates, and the method says
+    so rather than claiming a preallocated output."""
+    spy = _ScaledMmSpy()
+    ctx = _ctx(torch=spy)
+    op, output = matmul._operation(ctx, "matmul_fp8", (256, 256, 256), torch.float8_e4m3fn)
+    op()
+    assert output == "output preallocated"
+    out = spy.calls[-1]["out"]
+    assert out.dtype == torch.bfloat16 and tuple(out.shape) == (256, 256)
+    assert all(c["use_fast_accum"] is False and c["out"] is out for c in spy.calls)
+    assert "use_fast_accum=False" in matmul.MATMUL_DTYPES["matmul_fp8"][2]
+    old = _ScaledMmSpy(no_out=True)
+    op, output = matmul._operation(_ctx(torch=old), "matmul_fp8", (256, 256, 256),
+                                   torch.float8_e4m3fn)  # fmt: skip
+    op()
+    assert output == "output allocated per call" and "out" not in old.calls[-1]
+
+
+def test_the_fp32_method_says_whether_a_tf32_override_is_set() -> None:
+    """The runner removes TORCH_ALLOW_TF32_CUBLAS_OVERRIDE / NVIDIA_TF32_OVERRIDE; a worker
+    started by hand may still have one, and its FP32 method says so."""
+    plain = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "", "NVIDIA_TF32_OVERRIDE": ""}
+    assert "unset (removed from the worker's environment)" in matmul.tf32_override_words({})
+    assert "=1 set" in matmul.tf32_override_words({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+    assert "NVIDIA_TF32_OVERRIDE= set" in matmul.tf32_override_words(plain)
+    rc, msgs = run_worker("--tests", "matmul_fp32", TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1")
+    assert rc == 0
+    method = by_type(msgs, "result", "matmul_fp32")[0].method
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 set" in method
 
 
 def test_tf32_on_rocm_needs_hipblaslt_allow() -> None:
@@ -498,9 +555,7 @@ def test_p2p_result_names_its_destination_and_peer_access() -> None:
     only = _ctx(torch=fake, peers=frozenset({(0, 0x29, 0)}))  # the runner's --p2p-peers
     assert kernels.p2p_peers(only) == [(1, True)]
     res = kernels.p2p_to(2, False)(ctx, "p2p", 1.0)
-    assert (
-        res.details["dst_uuid"] == "bbbb-other" and res.details["dst_pci_bus_id"] == "0000:3a:00.0"
-    )
+    assert res.details["dst_uuid"] == "bbbb-other" and res.details["dst_pci_bus_id"] == "0000:3a:00"
     assert res.details["peer_access"] is False and "NO peer access" in res.method
     assert "median of" in res.method and "CUDA events" in res.method
     protocol.encode(res)

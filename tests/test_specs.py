@@ -395,3 +395,25 @@ def test_cli_specs_unknown_name(capsys) -> None:
     err = capsys.readouterr().err
     assert "no spec for 'NVIDIA H10'" in err
     assert "NVIDIA H200" in err  # a close name
+
+
+# -- host links that are not PCIe ---------------------------------------------------------------
+
+
+def test_grace_hopper_has_its_nvlink_c2c_host_link(capsys) -> None:
+    """GH200: NVLink-C2C 900 GB/s CPU<->GPU both ways (GH200 datasheet), 450 per direction; the
+    host link data names only models of the spec table."""
+    from gputui.specs.hostlinks import host_link_for, load_host_links
+
+    assert set(load_host_links()) <= {s.model for s in load_specs()}
+    for name in ("NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e"):
+        match = lookup(name)
+        assert match is not None
+        link = host_link_for(match.spec.model)
+        assert link is not None and link.link == "nvlink-c2c" and link.gbs_per_direction == 450
+    assert (
+        host_link_for("H100 SXM5 80GB") is None
+        and host_link_for("GB200 (per Blackwell GPU)") is None
+    )
+    assert cli.main(["specs", "NVIDIA GH200 480GB"]) == 0
+    assert "nvlink-c2c 450 GB/s per direction" in capsys.readouterr().out

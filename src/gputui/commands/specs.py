@@ -7,6 +7,7 @@ import difflib
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_OK, EXIT_USAGE
 from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
+from gputui.specs.hostlinks import host_link_for
 
 
 def run(name: str | None) -> int:
@@ -82,8 +83,11 @@ def run(name: str | None) -> int:
         ("TDP", num(s.tdp_w, "{:g} W")),
         ("NVLink/XGMI", num(s.link_gbs, "{:g} GB/s")),
         ("PCIe", num(s.pcie_gen, "gen {:g}")),
-        ("source", s.source or "-"),
     ]
+    host = host_link_for(s.model)
+    if host is not None:
+        lines.append(("host link", f"{host.link} {host.gbs_per_direction:g} GB/s per direction"))
+    lines.append(("source", s.source or "-"))
     if s.notes:
         lines.append(("notes", s.notes))
     width = max(len(k) for k, _ in lines)

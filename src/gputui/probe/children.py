@@ -50,12 +50,24 @@ def gputui_pythonpath() -> str:
     return str(Path(gputui.__file__).resolve().parent.parent)
 
 
+TF32_OVERRIDE_VARS = ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "NVIDIA_TF32_OVERRIDE")
+"""Variables that change float32 matmul precision behind torch's back, removed from the workers'
+environment: ``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1`` turns TF32 on for cuBLAS whatever the
+program sets (pytorch/pytorch#77114; read once at start-up, #85859), and ``NVIDIA_TF32_OVERRIDE``
+overrides the CUDA libraries' TF32 choice (``0`` turns TF32 off everywhere). NVIDIA's PyTorch
+containers and serving stacks set them (e.g. lightseekorg/tokenspeed#35 sets both to 1), which
+would time the FP32 test as TF32 or the TF32 test as FP32. On the first real GPU (an H100 SXM5,
+torch 2.11.0+cu130, whose ``fp32_precision`` API wins) the override changed nothing (FP32 51.6
+TFLOPS with it, 52.0 without: tests/data/real/h100-sxm5-580.159.04), but older torch builds
+honour it."""
+
+
 def child_env(
     base: Mapping[str, str] | None = None, visible: Mapping[str, str | None] | None = None
 ) -> dict[str, str]:
     """The worker's environment: gputui importable, CUDA devices in PCI bus order, TF32 allowed
     for hipBLASLt (``HIPBLASLT_ALLOW_TF32=1`` unless the caller set it: without it torch on ROCm
-    runs "TF32" matmuls as FP32).
+    runs "TF32" matmuls as FP32), and no TF32 override (:data:`TF32_OVERRIDE_VARS`).
 
     ``visible``: the device visibility variables to set (a value) or remove (None), from
     :func:`gputui.probe.devices.plan_devices`; without it every GPU is visible
@@ -71,6 +83,8 @@ def child_env(
         else:
             env[name] = value
     env.setdefault("HIPBLASLT_ALLOW_TF32", "1")
+    for name in TF32_OVERRIDE_VARS:
+        env.pop(name, None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -8,7 +8,11 @@ later ``N``). So:
 * NVIDIA: the children get ``CUDA_VISIBLE_DEVICES`` = the UUIDs of the GPUs being probed (all of
   them healthy: lost and unanswering GPUs were refused before), in target order; ``cuda:N`` is
   then exactly the N-th target whatever the runtime would otherwise number, and a GPU-to-GPU
-  copy can only reach another probed GPU. A GPU with MIG enabled is named by its first MIG slice.
+  copy can only reach another probed GPU. A GPU with MIG enabled is probed on its first MIG slice
+  (:func:`probed_slice`), and its worker gets a ``CUDA_VISIBLE_DEVICES`` of its own holding just
+  that slice's UUID: CUDA enumerates one MIG device per process (with two MIG UUIDs listed,
+  ``device_count()`` is 1 and ``cuda:1`` is an invalid ordinal: pytorch/pytorch#92315, NVIDIA's
+  MIG user guide, "CUDA device enumeration"), so it opens it as ``cuda:0``.
 * AMD: ``ROCR_VISIBLE_DEVICES`` takes the runtime's ``GPU-<16 hex>`` UUIDs, which AMD-SMI's
   device UUID is not; when the node's UUIDs are in that form they are used the same way.
   Otherwise ``ROCR_VISIBLE_DEVICES`` (Slurm sets it), ``HIP_VISIBLE_DEVICES`` and
@@ -17,7 +21,13 @@ later ``N``). So:
   where the runtime reports addresses) and the addresses of the other probed GPUs (the only
   ones a P2P copy may reach).
 * Either way the worker's ``hello`` names what it opened (UUID, PCI bus id) and
-  :func:`identity_check` compares it with the target: a mismatch drops that worker's results.
+  :func:`identity_check` compares it with the target, PCI function included: a mismatch drops
+  that worker's results.
+* An AMD GPU split into compute partitions (CPX, DPX ...; ``GpuInfo.compute_partition`` other
+  than ``SPX``) is refused (:func:`partition_reason`): its partitions differ only by PCI function
+  (``0000:05:00.1`` ...; ROCm/rocm_smi_lib#208, ROCm/rocm-systems#5805), and the runtime reports
+  no PCI function (HIP's and CUDA's device properties carry domain, bus and device only), so
+  which partition a worker opened cannot be checked.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputui.model import GpuInfo, NodeInfo
+from gputui.model import GpuInfo, MigDeviceInfo, NodeInfo
 from gputui.pci import parse_pci_bus_id
 from gputui.probe.protocol import Hello
 from gputui.probe.runs import Target
@@ -46,6 +56,20 @@ class DevicePlan:
     pinned: bool = False
     """``cuda:N`` is the N-th target by construction (its UUID is in the visible list)."""
     how: str = ""
+    own: Mapping[int, Mapping[str, str | None]] = field(default_factory=dict)
+    """GPU index -> visibility of its own, instead of :attr:`visible` (a MIG slice, which
+    CUDA enumerates alone)."""
+
+    def visible_for(self, target: Target) -> Mapping[str, str | None]:
+        """The visibility variables of the worker probing ``target``."""
+        if target.gpu is not None and target.gpu in self.own:
+            return self.own[target.gpu]
+        return self.visible
+
+    @property
+    def shared(self) -> tuple[Target, ...]:
+        """The targets that see each other (:attr:`visible`), in ``cuda:N`` order."""
+        return tuple(t for t in self.targets if t.gpu not in self.own)
 
 
 def cuda_index_map(node: NodeInfo) -> dict[int, int]:
@@ -60,12 +84,61 @@ def cuda_index_map(node: NodeInfo) -> dict[int, int]:
     return {g.index: i for i, g in enumerate(order)}
 
 
+def probed_slice(info: GpuInfo) -> MigDeviceInfo | None:
+    """The MIG slice a GPU in MIG mode is probed on (its first slice with a UUID); None for a
+    GPU without MIG (probed whole)."""
+    if not info.mig_enabled:
+        return None
+    return next((m for m in info.mig_devices if m.uuid), None)
+
+
 def runtime_uuid(info: GpuInfo) -> str | None:
-    """What the runtime's visibility variable takes for this GPU: its first MIG slice's UUID
+    """What the runtime's visibility variable takes for this GPU: its probed MIG slice's UUID
     when MIG is on (a MIG-enabled GPU's own UUID opens nothing), else the GPU's UUID."""
-    if info.mig_enabled and info.mig_devices:
-        return info.mig_devices[0].uuid or None
+    mig = probed_slice(info)
+    if mig is not None:
+        return mig.uuid
     return info.uuid or None
+
+
+def partition_reason(info: GpuInfo) -> str | None:
+    """Why a GPU split into compute partitions is not probed (see the module doc), or None."""
+    mode = (info.compute_partition or "").strip().upper()
+    if not mode or mode == "SPX":
+        return None
+    return (
+        f"GPU {info.index} is one compute partition of a GPU in {mode} mode: its partitions "
+        "differ only by PCI function, which the runtime does not report, so which partition a "
+        "probe worker opened cannot be checked. It is not probed (not even with --force); "
+        "switch the GPU to SPX (amd-smi set --compute-partition SPX) to probe it."
+    )
+
+
+def _nvidia_plan(infos: Sequence[GpuInfo], ids: Sequence[str | None]) -> DevicePlan:
+    """Pinned by UUID: the whole GPUs see each other as cuda:0, cuda:1 ... in this order; each
+    MIG slice is alone in its worker's CUDA_VISIBLE_DEVICES, as cuda:0."""
+    targets: list[Target] = []
+    shared: list[str] = []
+    own: dict[int, dict[str, str | None]] = {}
+    for info, uid in zip(infos, ids, strict=True):
+        assert uid is not None
+        if probed_slice(info) is not None:
+            own[info.index] = {"CUDA_VISIBLE_DEVICES": uid}
+            device = "cuda:0"
+        else:
+            device = f"cuda:{len(shared)}"
+            shared.append(uid)
+        targets.append(Target(info.index, device, f"GPU {info.index}", uid, info.pci_bus_id))
+    how = "CUDA_VISIBLE_DEVICES lists the probed GPUs' UUIDs; each hello is checked"
+    if own:
+        how += "; a MIG slice's worker sees that slice alone (CUDA enumerates one per process)"
+    return DevicePlan(
+        tuple(targets),
+        {"CUDA_VISIBLE_DEVICES": ",".join(shared)},
+        pinned=True,
+        how=how,
+        own=own,
+    )
 
 
 def plan_devices(node: NodeInfo, indices: Sequence[int]) -> DevicePlan:
@@ -80,12 +153,7 @@ def plan_devices(node: NodeInfo, indices: Sequence[int]) -> DevicePlan:
     )
     value = ",".join(uid for uid in ids if uid)
     if infos and vendors == {"nvidia"} and all(ids):
-        return DevicePlan(
-            pinned_targets,
-            {"CUDA_VISIBLE_DEVICES": value},
-            pinned=True,
-            how="CUDA_VISIBLE_DEVICES lists the probed GPUs' UUIDs; each hello is checked",
-        )
+        return _nvidia_plan(infos, ids)
     if infos and vendors == {"amd"} and all(uid and ROCR_UUID.fullmatch(uid) for uid in ids):
         return DevicePlan(
             pinned_targets,
@@ -132,8 +200,10 @@ def identity_check(target: Target, hello: Hello) -> tuple[str, str]:
     """Did the worker open ``target``? (MATCH | MISMATCH | UNKNOWN, why in words).
 
     The UUID is compared on NVIDIA (the runtime prints NVML's UUID without ``GPU-``); the PCI
-    bus id on both vendors (AMD-SMI's UUID is not the runtime's, so on ROCm only the address
-    says)."""
+    address on both vendors (AMD-SMI's UUID is not the runtime's, so on ROCm only the address
+    says), function included: where the hello names no function (the runtimes report domain,
+    bus and device only), the address proves the device only for a target at function 0, the
+    one function a GPU that is not partitioned has."""
     if target.gpu is None:
         return MATCH, "the CPU"
     opened = f"{hello.device_name} (cuda:{hello.device_index})"
@@ -148,12 +218,23 @@ def identity_check(target: Target, hello: Hello) -> tuple[str, str]:
         checked.append("UUID")
     want_pci, got_pci = parse_pci_bus_id(target.pci_bus_id), parse_pci_bus_id(hello.pci_bus_id)
     if want_pci is not None and got_pci is not None:
-        if want_pci.device_key != got_pci.device_key:
+        if want_pci.device_key != got_pci.device_key or (
+            want_pci.function is not None
+            and got_pci.function is not None
+            and want_pci.function != got_pci.function
+        ):
             return MISMATCH, (
                 f"{target.label}: the worker opened another GPU: {opened} is at PCI "
                 f"{hello.pci_bus_id}, not {target.pci_bus_id}; its results are not used"
             )
-        checked.append("PCI bus id")
+        if got_pci.function is not None or not want_pci.function:
+            checked.append("PCI bus id")
+        elif not checked:
+            return MISMATCH, (
+                f"{target.label}: cannot tell which function of PCI device {hello.pci_bus_id} "
+                f"the worker opened (the runtime reports no PCI function; {target.label} is "
+                f"at {target.pci_bus_id}); its results are not used"
+            )
     if checked:
         return MATCH, f"{target.label}: the worker opened it ({' and '.join(checked)} checked)"
     return UNKNOWN, (
@@ -185,5 +266,6 @@ def peer_index(
     dst = details.get("dst")
     pinned = plan is not None and plan.pinned
     if pinned and isinstance(dst, int) and not isinstance(dst, bool) and plan is not None:
-        return plan.targets[dst].gpu if 0 <= dst < len(plan.targets) else None
+        shared = plan.shared  # a MIG slice's worker sees no other GPU: never a destination
+        return shared[dst].gpu if 0 <= dst < len(shared) else None
     return None

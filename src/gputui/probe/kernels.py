@@ -244,9 +244,12 @@ def timing_words(ctx: Context, times: list[float], ops: int) -> str:
 
 
 def device_identity(props: object) -> tuple[str | None, str | None]:
-    """(UUID, PCI bus id) of a device from torch's device properties, None where torch does not
+    """(UUID, PCI address) of a device from torch's device properties, None where torch does not
     report one (older releases have no PCI fields; the UUID reads as all zeros where the runtime
-    gives none). The UUID is printed the runtime's way, without NVML's ``GPU-`` prefix."""
+    gives none). The UUID is printed the runtime's way, without NVML's ``GPU-`` prefix. The
+    address is ``dddd:bb:dd`` with no function: CUDA's and HIP's device properties carry
+    ``pciDomainID``, ``pciBusID`` and ``pciDeviceID`` only, and a function made up here would
+    hide which partition of an AMD GPU a worker opened (partitions differ by function alone)."""
     from gputui.pci import parse_pci_bus_id
 
     raw = getattr(props, "uuid", None)
@@ -259,8 +262,8 @@ def device_identity(props: object) -> tuple[str | None, str | None]:
     pci = None
     if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in parts):
         domain, bus, dev = (int(x) for x in parts if isinstance(x, int))
-        address = parse_pci_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}.0")
-        pci = address.canonical() if address is not None else None
+        address = parse_pci_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}")
+        pci = f"{domain:04x}:{bus:02x}:{dev:02x}" if address is not None else None
     return uuid or None, pci
 
 

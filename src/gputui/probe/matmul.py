@@ -15,8 +15,13 @@ Runs in the worker child only (torch arrives through :class:`~gputui.probe.kerne
   flags; :class:`Precision` puts every setting back. On ROCm, torch runs TF32 (XF32) only with
   ``HIPBLASLT_ALLOW_TF32=1`` (the runner sets it for the child); without it the TF32 test is
   skipped with that reason rather than timing plain FP32 against the TF32 peak.
+  The TF32 override variables (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE``, ``NVIDIA_TF32_OVERRIDE``)
+  are removed from the worker's environment by the runner; the method text says whether any is
+  set all the same (a worker started by hand).
 * FP8: ``torch._scaled_mm`` on unscaled ``randn`` data clamped to the format's range (E4M3FNUZ on
-  MI300X tops out at 240: scaling by 64 would turn ~2e-4 of the values into NaN).
+  MI300X tops out at 240: scaling by 64 would turn ~2e-4 of the values into NaN), FP32
+  accumulation (``use_fast_accum=False``) and a preallocated BF16 output, timed sustained like
+  the other tests (about a second per test, at whatever clock the power cap allows).
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 from gputui.probe import protocol
+from gputui.probe.children import TF32_OVERRIDE_VARS
 from gputui.probe.kernels import (
     FREE_FRACTION,
     Context,
@@ -43,7 +49,7 @@ MATMUL_DTYPES: dict[str, tuple[str, int, str]] = {
     "matmul_tf32": ("float32", 4, "TF32 (float32 inputs, tensor cores)"),
     "matmul_fp16": ("float16", 2, "FP16"),
     "matmul_bf16": ("bfloat16", 2, "BF16"),
-    "matmul_fp8": ("fp8", 1, "FP8 E4M3 via torch._scaled_mm, BF16 output"),
+    "matmul_fp8": ("fp8", 1, "FP8 E4M3 (use_fast_accum=False), BF16 output"),
 }
 """Test id -> (torch dtype name, bytes per element, label)."""
 
@@ -133,6 +139,16 @@ class Precision:
             setattr(self._backend(path), "fp32_precision", value)  # noqa: B010
 
 
+def tf32_override_words(environ: Mapping[str, str] | None = None) -> str:
+    """What the TF32 override variables are in this process, in words (the runner removes
+    them from the workers' environment: :data:`gputui.probe.children.TF32_OVERRIDE_VARS`)."""
+    env = os.environ if environ is None else environ
+    found = [f"{name}={env[name]}" for name in TF32_OVERRIDE_VARS if name in env]
+    if found:
+        return f"{', '.join(found)} set: it may override the setting above"
+    return f"{' and '.join(TF32_OVERRIDE_VARS)} unset (removed from the worker's environment)"
+
+
 def tf32_problem(kind: str, environ: dict[str, str] | None = None) -> str | None:
     """Why TF32 cannot be in effect for this device kind, or None."""
     env = os.environ if environ is None else environ
@@ -209,25 +225,18 @@ def fp8_dtype(ctx: Context) -> object:
     return torch.float8_e4m3fn
 
 
-def _operation(ctx: Context, test: str, shape: Shape, fp8: object | None) -> Callable[[], None]:
-    """One matmul of ``shape`` on fresh random operands (B column-major, output preallocated)."""
+Operation = tuple[Callable[[], None], str]
+"""One timed matmul and how its output is written, in words."""
+PREALLOCATED = "output preallocated"
+
+
+def _operation(ctx: Context, test: str, shape: Shape, fp8: object | None) -> Operation:
+    """One matmul of ``shape`` on fresh random operands (B column-major, output preallocated
+    where this torch's ``_scaled_mm`` takes ``out=``)."""
     torch = ctx.torch
     m, n, k = shape
     if fp8 is not None:
-        a = fp8_operand(torch, (m, k), fp8, ctx.device)
-        b = fp8_operand(torch, (n, k), fp8, ctx.device).t()  # type: ignore[attr-defined]
-        one = torch.ones((), dtype=torch.float32, device=ctx.device)
-        try:
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-        except Exception as exc:  # any failure here means "unsupported"
-            if is_oom(exc):
-                raise
-            raise SkipTest(f"torch._scaled_mm unsupported here: {exc}") from exc
-
-        def op_fp8() -> None:
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-
-        return op_fp8
+        return _fp8_operation(ctx, shape, fp8)
     dt = getattr(torch, MATMUL_DTYPES[test][0])
     a = torch.randn(m, k, dtype=dt, device=ctx.device)
     b = torch.randn(n, k, dtype=dt, device=ctx.device).t()
@@ -236,7 +245,38 @@ def _operation(ctx: Context, test: str, shape: Shape, fp8: object | None) -> Cal
     def op() -> None:
         torch.mm(a, b, out=c)
 
-    return op
+    return op, PREALLOCATED
+
+
+def _fp8_operation(ctx: Context, shape: Shape, fp8: object) -> Operation:
+    """``torch._scaled_mm`` with unit scales, FP32 accumulation (``use_fast_accum=False``, the
+    precise mode) and a BF16 output written into a preallocated tensor as ``torch.mm`` does
+    (older torch builds take no ``out=``: the output is then allocated per call, and said)."""
+    torch = ctx.torch
+    m, n, k = shape
+    a = fp8_operand(torch, (m, k), fp8, ctx.device)
+    b = fp8_operand(torch, (n, k), fp8, ctx.device).t()  # type: ignore[attr-defined]
+    one = torch.ones((), dtype=torch.float32, device=ctx.device)
+    c = torch.empty(m, n, dtype=torch.bfloat16, device=ctx.device)
+    kw = {"scale_a": one, "scale_b": one, "out_dtype": torch.bfloat16, "use_fast_accum": False}
+
+    def into_c() -> None:
+        torch._scaled_mm(a, b, out=c, **kw)
+
+    def allocating() -> None:
+        torch._scaled_mm(a, b, **kw)
+
+    failure: Exception | None = None
+    for op, words in ((into_c, PREALLOCATED), (allocating, "output allocated per call")):
+        try:
+            op()
+        except Exception as exc:  # any failure here means "unsupported" (this way)
+            if is_oom(exc):
+                raise
+            failure = exc
+            continue
+        return op, words
+    raise SkipTest(f"torch._scaled_mm unsupported here: {failure}") from failure
 
 
 def _fmt_shape(shape: Shape) -> str:
@@ -262,7 +302,7 @@ def matmul(ctx: Context, test: str, scale: float) -> protocol.Result:
         ctx.precision.set_tf32(test == "matmul_tf32")
         if ctx.gpu and ctx.precision.tf32() != (test == "matmul_tf32"):
             raise SkipTest(f"torch did not take the precision setting ({ctx.precision.describe()})")
-        precision = f", {ctx.precision.describe()}"
+        precision = f", {ctx.precision.describe()}, {tf32_override_words()}"
     seconds = ctx.seconds
     if ctx.long and test == "matmul_bf16":
         seconds = max(seconds, LONG_BF16_SECONDS)
@@ -270,7 +310,7 @@ def matmul(ctx: Context, test: str, scale: float) -> protocol.Result:
     t0 = time.perf_counter()
     rows: list[tuple[Shape, float, float, list[float], int]] = []
     for i, shape in enumerate(shapes):
-        op = _operation(ctx, test, shape, fp8)
+        op, output = _operation(ctx, test, shape, fp8)
         times, ops = bench(ctx, test, op, seconds * share, span=(i * share, share))
         del op
         free_memory(ctx)
@@ -282,7 +322,8 @@ def matmul(ctx: Context, test: str, scale: float) -> protocol.Result:
     shape, value, peak, times, ops = best
     waves = f" (M×N sized to whole waves of {ctx.units} {ctx.unit_name})" if ctx.units else ""
     method = (
-        f"torch.mm {label}{precision}, randn data, output preallocated, FLOPs = 2·M·N·K; "
+        f"{'torch._scaled_mm' if fp8 is not None else 'torch.mm'} {label}{precision}, "
+        f"randn data, {output}, FLOPs = 2·M·N·K; "
         f"best of {len(rows)} shape{'s' if len(rows) != 1 else ''} "
         f"({', '.join(_fmt_shape(r[0]) for r in rows)}){waves}, each the median of its "
         f"batches; best {_fmt_shape(shape)}: {timing_words(ctx, times, ops)}"

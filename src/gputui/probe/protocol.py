@@ -64,7 +64,7 @@ class Hello:
     free_memory: int | None  # bytes
     tests: list[str] = field(default_factory=list)  # the tests this run will attempt, in order
     uuid: str | None = None  # the opened device's UUID as the runtime prints it (no "GPU-")
-    pci_bus_id: str | None = None  # "dddd:bb:dd.0" from the runtime; None when it has none
+    pci_bus_id: str | None = None  # "dddd:bb:dd" from the runtime (no function); None: none
     protocol: int = PROTOCOL_VERSION
 
 

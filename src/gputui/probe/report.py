@@ -8,9 +8,10 @@ lines.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO, TypeAlias
+from typing import TextIO
 
 from gputui.format import sanitize
 from gputui.model import GpuInfo, NodeInfo
@@ -26,32 +27,16 @@ from gputui.probe.protocol import (
     Skipped,
 )
 from gputui.probe.runs import EventCallback, GpuRun
+from gputui.probe.specref import SpecRef, host_link_spec, spec_for
 from gputui.probe.verdict import Judged
-from gputui.specs import SpecMatch, lookup, scaled_peaks
-from gputui.specs.expected import FAMILY_LABELS, expected_for
+from gputui.specs import SpecMatch
+from gputui.specs.expected import C2C_EXPECTED, expected_for
 
 EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
 
 CPU_RUN = "CPU run (--cpu): measured on this machine's CPU, not on a GPU"
 """The label of a CPU run: the title of its text output and the start of its summary."""
 
-Peaks = dict[str, "float | None"]
-"""Spec peaks by name (``bf16_tflops``, ``memory_bw_gbs`` ...), scaled to the GPU's share."""
-
-
-def spec_for(info: GpuInfo) -> tuple[SpecMatch | None, Peaks | None]:
-    """(spec match or None, scaled peaks or None) for a GPU."""
-    match = lookup(
-        info.name,
-        sm_count=info.sm_count,
-        clock_mhz=info.sm_clock_max_mhz,
-        compute_capability=info.compute_capability,
-    )
-    return match, (scaled_peaks(match) if match is not None else None)
-
-
-SpecRef: TypeAlias = "tuple[SpecMatch | None, Peaks | None]"
-"""A GPU's spec match and scaled peaks (:func:`spec_for`)."""
 SPEC_SHEET_METRICS = frozenset({"hbm", "fp32", "tf32", "fp16", "bf16", "fp8"})
 """Metrics whose spec is a spec-sheet number (the others come from the PCIe link / wiring)."""
 
@@ -88,8 +73,12 @@ def judge_result(
     both judge through this): spec value and source, expected fraction with its evidence,
     verdict, telemetry reasons, and the whole judgement in words (``Judged.judgement``).
 
-    ``spec``: the GPU's :func:`spec_for`, when the caller has it already. P2P results are
-    judged against their pair's budget from ``node``'s wiring (:func:`pair_spec`)."""
+    ``spec``: the GPU's :func:`spec_for`, when the caller has it already (a MIG GPU's is its
+    probed slice's share). P2P results are judged against their pair's budget from ``node``'s
+    wiring (:func:`pair_spec`); host copies against the PCIe link, or the NVLink-C2C link where
+    the GPU has no PCIe link of its own (:func:`host_link_spec`). The expected fraction is the
+    GPU's model's, board form factor's or family's (:func:`expected_for`); on a MIG slice it is
+    marked assumed (it was measured on whole GPUs)."""
     judged = Judged(
         gpu=gpu,
         label=label,
@@ -105,9 +94,11 @@ def judge_result(
         judged.spec_source = "CPU run: no spec comparison" if gpu is None else "no spec"
         judged.judgement = V.explain(judged, None)
         return judged
-    match, peaks = spec if spec is not None else spec_for(info)
+    ref = spec if spec is not None else spec_for(info)
+    match, peaks = ref.match, ref.peaks
     fam = _family(info, match)
     metric = V.TEST_METRIC.get(judged.test, "")
+    host_link = host_link_spec(info, match) if metric == "pcie" else None
     if metric == "p2p":
         if judged.peer is None:
             pair = PairSpec(None, "the destination GPU is not known: no pair budget")
@@ -121,6 +112,8 @@ def judge_result(
             pair = pair_spec(node, info.index, judged.peer)
         judged.spec, judged.spec_source = pair.gbs, pair.source
         metric = pair.metric
+    elif host_link is not None:
+        judged.spec, judged.spec_source = host_link
     else:
         tel = judged.telemetry
         gen = info.pcie_max_gen or (tel.pcie_gen if tel else None)
@@ -130,20 +123,36 @@ def judge_result(
         )
         if metric == "pcie" and judged.spec:
             judged.spec_source += " (the link's maximum)"
-    if judged.spec and match is not None and metric in SPEC_SHEET_METRICS:
-        judged.spec_source += f" of {match.spec.model} ({match.how})"
-    exp = expected_for(fam, metric)
+    if match is not None and metric in SPEC_SHEET_METRICS:
+        share = ref.memory_share if metric == "hbm" else ref.compute_share
+        if judged.spec:
+            judged.spec_source += f" of {match.spec.model} ({match.how})"
+            judged.spec_source += f" {share}" if share else ""
+        elif share:
+            judged.spec_source = share.removeprefix("not judged: ")
+    exp = expected_for(fam, metric, form=ref.form, model=ref.model)
+    if host_link is not None:
+        exp = C2C_EXPECTED
+    elif ref.mig is not None and exp.measured:
+        exp = dataclasses.replace(
+            exp,
+            measured=False,
+            source=f"{exp.source}; measured on whole GPUs, not on a MIG slice",
+        )
     judged.expected = exp.fraction if judged.spec else None
+    if judged.spec and exp.fraction is not None:
+        judged.expected_assumed = exp.assumed
+        judged.expected_scope = exp.scope
     V.judge(
         judged,
         sm_clock_max_mhz=info.sm_clock_max_mhz,
         power_default_limit_w=info.power_default_limit_w,
     )
-    if metric == "pcie" and judged.verdict in (V.LOW, V.WARN):
+    if metric == "pcie" and host_link is None and judged.verdict in (V.LOW, V.WARN):
         why = _pcie_reason(judged, info)
         if why:
             judged.reasons.append(why)
-    judged.judgement = V.explain(judged, exp, FAMILY_LABELS.get(fam, ""))
+    judged.judgement = V.explain(judged, exp, exp.scope)
     return judged
 
 
@@ -214,17 +223,25 @@ def render_table(judged: Sequence[Judged]) -> str:
 
 
 def spec_summary(info: GpuInfo) -> JsonObject | None:
-    """The spec row a GPU was matched to and how (for the JSON report), or None."""
-    match, _ = spec_for(info)
+    """The spec row a GPU was matched to and how (for the JSON report), or None; for a GPU in
+    MIG mode also the slice it is judged as and the shares its peaks were scaled by."""
+    ref = spec_for(info)
+    match = ref.match
     if match is None:
         return None
-    return {
+    out: JsonObject = {
         "model": match.spec.model,
         "how": match.how,
         "scale": match.scale,
         "note": match.note,
         "source": match.spec.source,
+        "form_factor": match.spec.form_factor,
     }
+    if ref.mig is not None:
+        out["mig_uuid"] = ref.mig.uuid
+        out["mig_compute_share"] = ref.compute_share
+        out["mig_memory_share"] = ref.memory_share
+    return out
 
 
 def _run_dict(run: GpuRun, spec: JsonObject | None) -> JsonObject:

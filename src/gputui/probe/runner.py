@@ -13,7 +13,8 @@ refused, busy ones unless forced), targets, verdicts.
 GPU numbers are NVML indices. Which runtime device a worker opens is planned by
 :mod:`gputui.probe.devices`: on NVIDIA the children see exactly the probed GPUs, by UUID in
 ``CUDA_VISIBLE_DEVICES``, so ``cuda:N`` is the N-th target even when a lost GPU has vanished from
-the runtime. Every worker's ``hello`` names the device it opened; one that opened another GPU is
+the runtime (a MIG slice's worker sees that slice alone, as ``cuda:0``). Every worker's
+``hello`` names the device it opened; one that opened another GPU is
 stopped and its results are dropped (an error for that GPU), and a P2P result's destination is
 mapped back to an NVML index by UUID / PCI bus id.
 """
@@ -45,6 +46,7 @@ from gputui.probe.devices import (
     DevicePlan,
     cuda_index_map,
     identity_check,
+    partition_reason,
     peer_index,
     plan_devices,
 )
@@ -67,10 +69,10 @@ from gputui.probe.report import (
     judge_runs,
     progress_printer,
     render_table,
-    spec_for,
     spec_summary,
 )
 from gputui.probe.runs import NO_TORCH, EventCallback, GpuRun, Measurement, Target
+from gputui.probe.specref import spec_for
 from gputui.probe.telemetry import (
     TELEMETRY_INTERVAL_S,
     ReadingFn,
@@ -126,7 +128,11 @@ def busy_reason(snapshot: Snapshot, index: int, own_pids: Sequence[int] = ()) ->
 
 def unusable_label(snapshot: Snapshot, index: int) -> str | None:
     """In a few words, why a GPU cannot be probed at all: its latest sample says it fell off the
-    bus (``lost``) or the driver did not answer (``error``); None when neither."""
+    bus (``lost``) or the driver did not answer (``error``), or it is one compute partition of
+    a partitioned GPU (:func:`~gputui.probe.devices.partition_reason`); None when none."""
+    info = snapshot.node.gpu(index)
+    if info is not None and partition_reason(info):
+        return f"{(info.compute_partition or '').strip().upper()} partition: cannot be checked"
     sample = snapshot.sample(index)
     if sample is None:
         return None
@@ -140,6 +146,10 @@ def unusable_label(snapshot: Snapshot, index: int) -> str | None:
 def unusable_reason(snapshot: Snapshot, index: int) -> str | None:
     """Why a GPU cannot be probed at all, ``--force`` or not (:func:`unusable_label`, with the
     driver's words and what to do), or None. The command and the probe screen both use it."""
+    info = snapshot.node.gpu(index)
+    partitioned = partition_reason(info) if info is not None else None
+    if partitioned:
+        return partitioned
     label = unusable_label(snapshot, index)
     if label is None:
         return None
@@ -192,6 +202,7 @@ class ProbeRunner:
         self.readings = readings
         self.plan = plan
         self.node = node
+        self.base_env = env
         self.env = child_env(env, plan.visible if plan is not None else None)
         self.serial_tests = serial_tests
         self.runs: dict[int | None, GpuRun] = {t.gpu: GpuRun(t) for t in self.targets}
@@ -278,7 +289,10 @@ class ProbeRunner:
         if self.runs[target.gpu].error_kind == "identity":
             return None  # it opened another GPU once: a later phase would too
         try:
-            child = WorkerProcess.start(target, self._argv(target, tests), self.env, self._queue)
+            env = self.env
+            if self.plan is not None and target.gpu in self.plan.own:
+                env = child_env(self.base_env, self.plan.visible_for(target))
+            child = WorkerProcess.start(target, self._argv(target, tests), env, self._queue)
         except OSError as exc:
             run = self.runs[target.gpu]
             run.errors.append(f"{target.label}: cannot start {self.command[0]}: {exc}")
@@ -465,9 +479,14 @@ def probe_node(
     else:
         node = node_of(node, snapshot)
         indices = sorted(gpus) if gpus is not None else [g.index for g in node.gpus]
+        split = {
+            i: why for i in indices if (info := node.gpu(i)) and (why := partition_reason(info))
+        }
+        report.refused = list(split.values())
+        indices = [i for i in indices if i not in split]
         if snapshot is not None:
             unusable = {i: why for i in indices if (why := unusable_reason(snapshot, i))}
-            report.refused = list(unusable.values())
+            report.refused += list(unusable.values())
             indices = [i for i in indices if i not in unusable]
             if not force:
                 own = (os.getpid(),)

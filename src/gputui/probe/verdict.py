@@ -5,11 +5,14 @@ Pure functions, no torch and no I/O. The expected fractions and their sources li
 thresholds, nvbandwidth, gpu-stream and gpu-fryer results):
 
 * spec per test: ``memory_copy`` / ``memory_triad`` -> memory bandwidth; ``h2d`` / ``d2h`` -> the
-  PCIe link the GPU should train to (per-lane GB/s x width at the host-limited maximum);
-  ``matmul_*`` -> the dtype's dense peak (MIG / partition scaled); ``p2p`` -> the pair's own link
-  budget from the node's wiring (:mod:`gputui.probe.pairs`).
-* expected fraction of spec: what a quick PyTorch probe reaches on a healthy GPU of that family,
-  never 100% of the marketing number; None where no honest expectation exists (not judged).
+  PCIe link the GPU should train to (per-lane GB/s x width at the host-limited maximum), or its
+  NVLink-C2C host link; ``matmul_*`` -> the dtype's dense peak; a MIG slice's peaks are its share
+  of the GPU's (:mod:`gputui.probe.specref`); ``p2p`` -> the pair's own link budget from the
+  node's wiring (:mod:`gputui.probe.pairs`).
+* expected fraction of spec: what a quick PyTorch probe reaches on a healthy GPU of that model,
+  board form factor or family, never 100% of the marketing number, and whether a measurement
+  backs it or it is assumed; None where no honest expectation exists (not judged).
+* an FP32 matmul above 1.3x the FP32 peak ran as TF32: WARN, with the reason.
 * verdict: OK when measured >= 90% of expected, WARN at 80-90%, LOW below 80%; on a node with
   several GPUs also LOW when below 90% of the node's best GPU for the same test and the same spec
   (gpu-fryer's rule; GPU pairs are compared only with pairs wired alike).
@@ -38,6 +41,9 @@ OK_FRACTION = 0.90  # of expected
 WARN_FRACTION = 0.80  # of expected; below it: LOW
 SIBLING_FRACTION = 0.90  # of the node's best GPU for the same test
 CLOCK_FRACTION = 0.90  # SM clock below this share of max is worth saying
+FP32_TF32_FACTOR = 1.3
+"""An FP32 matmul above this multiple of the FP32 (CUDA-core) peak ran on tensor cores: TF32
+was in effect (an override variable, or a library default), so it is not an FP32 number."""
 
 PCIE_LANE_GBS: dict[int, float] = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 """Usable GB/s per lane and direction after line encoding (gen3+ 128b/130b, gen6 FLIT)."""
@@ -69,9 +75,11 @@ TEST_LABEL: dict[str, str] = {
 }
 
 EXPECTED_SOURCE = (
-    "expected fractions from published measurements (ml-engineering MAMF table, DCGM diagnostic "
-    "thresholds, nvbandwidth, gpu-stream and gpu-fryer results), per family and test; each "
-    "result's judgement names its own source; a middle value where a family has no measurement"
+    "expected fractions per GPU model (calibrated on a real GPU), board form factor and family "
+    "and per test, from measurements (gputui's probe on an H100 SXM5, ml-engineering MAMF "
+    "table, torch-performance-test-data, DCGM diagnostic thresholds, nvbandwidth, gpu-stream "
+    "and gpu-fryer results); each result's judgement names its own source, and "
+    "expected_assumed is true where no measurement backs the fraction"
 )
 
 
@@ -249,6 +257,8 @@ class Judged:
     telemetry: Telemetry | None = None
     peer: int | None = None  # p2p: the other GPU (NVML index)
     judgement: str = ""  # how the verdict was reached, in words (spec, expected, thresholds)
+    expected_assumed: bool | None = None  # no measurement backs the expected share (None: n/a)
+    expected_scope: str = ""  # the boards the expected share is for ("H100 SXM5 80GB" ...)
 
     @property
     def how(self) -> str:
@@ -283,6 +293,8 @@ class Judged:
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
             "peer": self.peer,
             "judgement": self.judgement,
+            "expected_assumed": self.expected_assumed,
+            "expected_scope": self.expected_scope or None,
         }
 
 
@@ -319,10 +331,10 @@ def explain(judged: Judged, exp: Expected | None, family_label: str = "") -> str
         return f"{spec}; not judged: {why.removeprefix('not judged: ')}"
     target = judged.spec * exp.fraction
     who = f" for {family_label}" if family_label else ""
-    kind = "" if exp.measured else ", an assumption"
+    kind = "measured" if exp.measured else "assumed, no measurement behind it"
     return (
         f"{spec}; expected {100 * exp.fraction:.0f}% of spec{who} = {_num(target)} "
-        f"{judged.unit} ({exp.source}{kind}); OK >= {_num(OK_FRACTION * target)}, "
+        f"{judged.unit} ({kind}: {exp.source}); OK >= {_num(OK_FRACTION * target)}, "
         f"WARN >= {_num(WARN_FRACTION * target)}, LOW below (90% / 80% of expected); "
         f"with several GPUs also LOW when more than {100 * (1 - SIBLING_FRACTION):.0f}% below "
         "the best GPU on the same test"
@@ -343,7 +355,26 @@ def judge(
             sm_clock_max_mhz=sm_clock_max_mhz,
             power_default_limit_w=power_default_limit_w,
         )
+    too_fast = tf32_suspect(judged)
+    if too_fast:
+        judged.reasons.append(too_fast)
+        if judged.verdict in (OK, NA):
+            judged.verdict = WARN
     return judged
+
+
+def tf32_suspect(judged: Judged) -> str | None:
+    """Why an FP32 matmul result is not an FP32 number: faster than FP32 can run
+    (:data:`FP32_TF32_FACTOR` x its peak); None otherwise."""
+    if judged.test != "matmul_fp32" or not judged.spec:
+        return None
+    if judged.value <= FP32_TF32_FACTOR * judged.spec:
+        return None
+    return (
+        f"FP32 matmul at {judged.value / judged.spec:.1f}x the FP32 peak: more than FP32 can "
+        "run, so TF32 tensor cores were in effect (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, "
+        "NVIDIA_TF32_OVERRIDE or a library default); not an FP32 measurement"
+    )
 
 
 def _sibling_key(r: Judged) -> tuple[str, float | None] | None:
@@ -398,7 +429,11 @@ def describe(r: Judged) -> str:
     if r.sibling_gap is not None:
         head = f"{name} {100 * r.sibling_gap:.0f}% below its siblings"
     elif r.pct_of_spec is not None and r.expected:
-        head = f"{name} at {r.pct_of_spec:.0f}% of spec (expected about {100 * r.expected:.0f}%)"
+        assumed = ", assumed" if r.expected_assumed else ""
+        head = (
+            f"{name} at {r.pct_of_spec:.0f}% of spec "
+            f"(expected about {100 * r.expected:.0f}%{assumed})"
+        )
     else:
         head = f"{name} {r.value:.4g} {r.unit}"
     return "; ".join([head, *r.reasons])

@@ -22,7 +22,8 @@ from gputui.probe.protocol import (
     Retry,
     Skipped,
 )
-from gputui.probe.report import SpecRef, finish_judging, judge_result, spec_for
+from gputui.probe.report import finish_judging, judge_result
+from gputui.probe.specref import SpecRef, spec_for
 from gputui.probe.verdict import LOW, WARN, Judged, describe
 
 CPU_LABEL = "CPU"
