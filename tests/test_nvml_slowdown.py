@@ -3,7 +3,9 @@ change is no fault; one whose duration counter grows, or that stays set without 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from tests.fakes.checks import check_json, findings_of
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
@@ -105,3 +107,37 @@ def test_tracker_tolerates_a_counter_that_ticks_coarser_than_the_readings() -> N
     assert tracker.confirm(bits, {(270, 0): 5e8}) == bits  # no tick this time, bit still set
     assert tracker.confirm(bits, {(270, 0): 5e8}) == frozenset()  # two quiet intervals: over
     assert tracker.confirm(frozenset({"gpu_idle"}), {}) == {"gpu_idle"}  # not trouble: as read
+
+
+REAL_RUN2 = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04" / "run2"
+
+
+def test_a_real_h100_leaves_the_hw_slowdown_fields_unfilled() -> None:
+    """Driver 580.159.04 answered 269 and 75 as unsigned counters, but 270 and 271 with SUCCESS,
+    value type double and 0: the caller's zeroed entry, not a counter."""
+    fields = json.loads((REAL_RUN2 / "extra_load.json").read_text())["fields"]
+    assert [fields[f]["type"] for f in ("269", "75")] == [3, 3]
+    assert [(fields[f]["ret"], fields[f]["type"], fields[f]["ull"]) for f in ("270", "271")] == [
+        (0, 0, 0),
+        (0, 0, 0),
+    ]
+
+
+def test_unfilled_counters_do_not_hide_a_sustained_hw_thermal_slowdown() -> None:
+    # As on the real H100: 270/271 unfilled, so HW thermal is timed by the thermal policy
+    # counter (75) and the power brake by its bit on two readings in a row.
+    gpu = FakeGpu(throttle_reasons=HW_SLOWDOWN | HW_THERMAL, unfilled_fields={270, 271})
+
+    def a_second_of_slowdown() -> None:
+        gpu.slowdown_ns[75] += 1_000_000_000
+
+    code, doc = check_json(make_fake_nvml([gpu]), sleep=between_readings(a_second_of_slowdown))
+    (finding,) = findings_of(doc, "throttle")
+    assert "HW thermal slowdown" in finding["message"] and code == 2
+
+
+def test_unfilled_power_brake_counter_falls_back_to_two_readings_of_the_bit() -> None:
+    gpu = FakeGpu(throttle_reasons=POWER_BRAKE, unfilled_fields={270, 271})
+    code, doc = check_json(make_fake_nvml([gpu]))
+    (finding,) = findings_of(doc, "throttle")
+    assert "power brake" in finding["message"] and code == 2

@@ -176,3 +176,16 @@ def test_an_fp32_result_faster_than_fp32_can_run_is_flagged() -> None:
     assert _judge(h100, "matmul_fp32", 52.0).verdict == V.OK  # a real FP32 number
     assert _judge(h100, "matmul_fp32", 1.3 * 67).verdict == V.OK  # the limit itself
     assert _judge(h100, "matmul_tf32", 380.0).reasons == []  # TF32 may be that fast
+
+
+def test_a_second_h100_with_the_calibrated_expectations_is_ok() -> None:
+    """Another H100 SXM5 (same model, driver and torch), probed by the calibrated code: every
+    result OK, and what it reported as OK is what today's judgement says."""
+    node = _real_node()
+    data = json.loads((REAL / "run2" / "probe.json").read_text())
+    assert data["verdict"] == "OK" and len(data["results"]) == 9
+    for row in data["results"]:
+        res = Result(row["test"], row["value"], row["unit"], row["method"], {})
+        judged = judge_result(0, "GPU 0", res, node, _telemetry(row))
+        assert (judged.verdict, row["verdict"]) == (V.OK, "OK"), row["test"]
+        assert row["expected_assumed"] is False

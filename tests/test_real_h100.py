@@ -224,3 +224,33 @@ def test_numa_node_on_a_one_node_vm_is_that_node_as_nvidia_smi_says(tmp_path: Pa
     assert pci.numa_node("00000000:00:06.0", devices, nodes) == 0
     (nodes / "node1").mkdir()
     assert pci.numa_node("00000000:00:06.0", devices, nodes) is None  # two nodes: unknown
+
+
+RUN2 = REAL / "run2"
+
+
+def test_the_second_run_read_the_processes_from_raw_records_as_nvidia_smi_did() -> None:
+    """Run 2 is this code on another H100 (same driver): the raw-record process lists, the
+    attachment and the open time, against nvidia-smi beside it."""
+    shot = snapshot_from_dict(json.loads((RUN2 / "snap_procs.json").read_text()))
+    assert [((p.gpu_memory_bytes or 0) >> 20, p.user) for p in shot.processes] == [
+        (1542, "root"),
+        (2566, "root"),
+        (3590, "nobody"),
+    ]
+    compare = (RUN2 / "compare_procs.txt").read_text().splitlines()
+    assert not [line for line in compare if line.startswith("DIFF")]
+    assert sum(line.startswith("MATCH     gpu0.pid") for line in compare) == 3
+    info, node = shot.node.gpus[0], shot.node
+    assert (info.host_link, info.virtualization_mode, info.fabric_state) == (
+        "pcie",
+        "passthrough",
+        "not_supported",
+    )
+    assert node.pid_namespace == "host"
+    assert node.open_seconds is not None and node.open_seconds < 1.0
+    raw = json.loads((RUN2 / "extra_procs.json").read_text())
+    decoded = raw["raw_nvmlDeviceGetComputeRunningProcesses_v2"]["value"]["decoded"]
+    assert [(pid, mem >> 20) for pid, mem, _gi, _ci in decoded] == [
+        (p.pid, (p.gpu_memory_bytes or 0) >> 20) for p in shot.processes
+    ]

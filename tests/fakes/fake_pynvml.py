@@ -289,6 +289,9 @@ class FakeGpu:
     unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
     unsupported_fields: set[int] = field(default_factory=set)  # field ids reported NOT_SUPPORTED
     field_returns: dict[int, int] = field(default_factory=dict)  # field id -> NVML_ERROR_* code
+    # Entries the driver leaves as the caller zeroed them (SUCCESS, type double, 0): a real H100
+    # on 580.159.04 did this for fields 270 and 271 (tests/data/real/*/nvml_fields_extra.json).
+    unfilled_fields: set[int] = field(default_factory=set)
     errors: dict[str, ErrorSpec] = field(default_factory=dict)  # function name -> error raised
     all_unsupported: bool = False  # every optional call raises NotSupported
     lost: bool = False  # flip to make every call on this GPU raise GpuIsLost
@@ -877,6 +880,8 @@ class FakeNvml:
             if entry.fieldId in gpu.field_returns:
                 entry.nvmlReturn = gpu.field_returns[entry.fieldId]
                 continue
+            if entry.fieldId in gpu.unfilled_fields:
+                continue  # nvmlReturn, valueType and value stay 0
             entry.nvmlReturn = _real.NVML_SUCCESS
             entry.valueType = value_type
             setattr(entry.value, _VALUE_MEMBER[value_type], value)

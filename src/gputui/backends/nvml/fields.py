@@ -124,6 +124,8 @@ def read_fields(
         return {}
     values: dict[FieldKey, int | float] = {}
     for (field_id, scope), (ret, value) in zip(request, _decode(entries), strict=False):
+        if ret == _RET_SUCCESS and value is _UNFILLED:
+            continue  # answered "success" without a value: not an answer (see _UNFILLED)
         if ret == _RET_SUCCESS and value is not None:
             values[(field_id, scope)] = value
         elif ret == _RET_GPU_IS_LOST:
@@ -132,6 +134,13 @@ def read_fields(
             calls.mark_unsupported(gpu, field_key(field_id, scope))
     return values
 
+
+_UNFILLED: float = float("nan")
+"""The value of an entry left as the caller zeroed it: SUCCESS (0), value type double (0) and
+value 0. No field gputui asks for is a double, and a real H100 on driver 580.159.04 answered the
+HW-thermal and power-brake slowdown fields (270, 271) exactly so while their SW-thermal sibling
+(269) answered as an unsigned counter (tests/data/real/): reading it as 0 would make those
+counters look present and never growing."""
 
 Decoded = tuple[int, "int | float | None"]
 """(nvmlReturn, value) of one entry; value None for a value type this module does not know."""
@@ -151,7 +160,9 @@ def _decode(entries: Any) -> Iterator[Decoded]:
     record = _record_struct(entries._type_)
     for value_type, ret, raw in record.iter_unpack(bytes(entries)):
         value: int | float | None = None
-        if 0 <= value_type < len(_VALUE_FORMATS):
+        if value_type == 0 and ret == _RET_SUCCESS and raw == bytes(8):
+            value = _UNFILLED
+        elif 0 <= value_type < len(_VALUE_FORMATS):
             value = _VALUE_FORMATS[value_type].unpack_from(raw)[0]
         yield ret, value
 
@@ -186,4 +197,6 @@ def _decode_attributes(entries: Iterable[Any]) -> Iterator[Decoded]:
             member = _VALUE_MEMBERS[value_type]
             raw = getattr(entry.value, member)
             value = float(raw) if member == "dVal" else int(raw)
+            if value_type == 0 and entry.nvmlReturn == _RET_SUCCESS and raw == 0:
+                value = _UNFILLED
         yield entry.nvmlReturn, value
