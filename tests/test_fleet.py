@@ -191,8 +191,9 @@ def test_refresh_queries_are_five_and_carry_the_selector() -> None:
     assert queries["up"] == 'up{job="gpu"}'
     assert queries["scraped_at"] == 'timestamp(up{job="gpu"})'
     assert queries["scrapes"] == 'count_over_time(up{job="gpu"}[120s])'
+    anchor = '{__name__=~"gputui_info|DCGM_FI_DEV_FB_USED",job="gpu"}'
     assert queries["last_seen"] == (
-        'max_over_time(timestamp({__name__=~"gputui_info|DCGM_FI_DEV_FB_USED",job="gpu"})[10m:5s])'
+        f"max_over_time(timestamp({anchor})[10m:5s]) or timestamp({anchor})"
     )
     values = queries["values"]
     assert values.startswith(

@@ -331,6 +331,14 @@ def test_the_range_query_gives_each_gpu_a_history(bed: Bed) -> None:
     from gputui.commands.fleet import make_source
 
     source = make_source(bed.url)
+
+    def known_points() -> int:
+        return sum(
+            v == v for v in source.history(bed.instances["healthy"], window=60).of("util", 0)
+        )
+
+    # A few scrapes into the window (the tests before this one may have been quick).
+    wait_for("three scrapes of the healthy node", lambda: known_points() >= 3)
     history = source.history(bed.instances["healthy"], window=60)
     assert sorted(history.series["util"]) == list(range(8))
     assert sum(v == v for v in history.of("util", 0)) >= 3  # a few known points (not NaN)

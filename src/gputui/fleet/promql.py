@@ -194,7 +194,12 @@ def refresh_queries(match: str = "") -> RefreshQueries:
         up=up,
         scraped_at=f"timestamp({up})",
         scrapes=f"count_over_time({up}[{RATE_WINDOW_S}s])",
-        last_seen=f"max_over_time(timestamp({anchor})[{LOOKBACK}:{LOOKBACK_STEP}])",
+        # The subquery's newest step can be up to LOOKBACK_STEP old, so a node scraped for the
+        # first time moments ago has no point in it yet: ``or`` the newest sample itself, or such
+        # a node shows without its identity (hostname, model, UUID) until the next step.
+        last_seen=(
+            f"max_over_time(timestamp({anchor})[{LOOKBACK}:{LOOKBACK_STEP}]) or timestamp({anchor})"
+        ),
     )
 
 
