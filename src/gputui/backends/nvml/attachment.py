@@ -21,6 +21,7 @@ BUS_PCI, BUS_PCIE = 1, 2
 FI_C2C_LINK_COUNT = 170  # C2C links present on the device
 FI_C2C_LINK_GET_STATUS = 171  # 0 inactive, 1 active (scopeId: the link)
 FI_C2C_LINK_GET_MAX_BW = 172  # MB/s of each active link
+C2C_LINK_FIELDS = (FI_C2C_LINK_GET_STATUS, FI_C2C_LINK_GET_MAX_BW)
 # nvmlGpuFabricState_t.
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 NVML_SUCCESS = 0
@@ -68,12 +69,12 @@ def _c2c_bandwidth(calls: NvmlCalls, gpu: NvmlGpu) -> float | None:
     if not count:
         return None
     links = range(int(count))
-    status = read_fields(calls, gpu, tuple((FI_C2C_LINK_GET_STATUS, link) for link in links))
-    speeds = read_fields(calls, gpu, tuple((FI_C2C_LINK_GET_MAX_BW, link) for link in links))
+    wanted = [(field_id, link) for link in links for field_id in C2C_LINK_FIELDS]
+    values = read_fields(calls, gpu, wanted)
     total = sum(
-        float(speeds.get((FI_C2C_LINK_GET_MAX_BW, link), 0))
+        float(values.get((FI_C2C_LINK_GET_MAX_BW, link), 0))
         for link in links
-        if status.get((FI_C2C_LINK_GET_STATUS, link), 1)
+        if values.get((FI_C2C_LINK_GET_STATUS, link), 1)
     )
     return total / 1000 if total > 0 else None
 

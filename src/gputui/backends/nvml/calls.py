@@ -169,10 +169,18 @@ class NvmlCalls:
                 gpu.driver_error_certain = gpu.driver_error_certain or not needs_silence
                 return
 
-    def first(self, gpu: NvmlGpu, key: str, calls: Sequence[str], *args: Any) -> Any:
-        """The first of ``calls`` (newest first) the driver supports; the rest are fallbacks."""
-        for name in calls:
-            value = self.query(gpu, f"{key}:{name}", name, *args)
+    def first(
+        self,
+        gpu: NvmlGpu,
+        key: str,
+        calls: Sequence[str | tuple[str, Callable[..., Any]]],
+        *args: Any,
+    ) -> Any:
+        """The first of ``calls`` (newest first) the driver supports; the rest are fallbacks.
+        A call is a pynvml name, or (name, callable) where the name keys it."""
+        for call in calls:
+            name, fn = call if isinstance(call, tuple) else (call, call)
+            value = self.query(gpu, f"{key}:{name}", fn, *args)
             if not self.is_unsupported(gpu, f"{key}:{name}"):
                 return value
         return None

@@ -4,6 +4,7 @@ are decoded from the driver's raw records (:mod:`.records`), whatever their size
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,8 +12,6 @@ from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
 from gputui.backends.nvml.records import (
     MAX_PID,
     ProcessRecord,
-    pid_max,
-    plausible,
     process_calls,
     read_records,
 )
@@ -36,7 +35,7 @@ def gpu_processes(calls: NvmlCalls, gpu: NvmlGpu) -> list[ProcessSample]:
         if not compute and not graphics:
             continue
         sm = _process_sm(calls, gpu, handle, key)
-        rows = merge_processes(compute or [], graphics or [], memory_limit)
+        rows = merge_processes(compute or [], graphics or [])
         processes.extend(
             ProcessSample(
                 pid=pid,
@@ -56,14 +55,14 @@ def _process_list(
 ) -> list[ProcessRecord] | None:
     """The first process-list entry point the driver has (``_v2``, then ``_v3``, then the
     unversioned one), decoded from its raw records; None when none answers."""
-    for call in process_calls(kind):
-        query_key = f"{key}{kind}_procs:{call.symbol}"
-        records: list[ProcessRecord] | None = calls.query(
-            gpu, query_key, read_records, calls.nvml, call, handle, memory_limit
-        )
-        if not calls.is_unsupported(gpu, query_key):
-            return records
-    return None
+    entry_points = [
+        (call.symbol, functools.partial(read_records, calls.nvml, call))
+        for call in process_calls(kind)
+    ]
+    records: list[ProcessRecord] | None = calls.first(
+        gpu, f"{key}{kind}_procs", entry_points, handle, memory_limit
+    )
+    return records
 
 
 def _process_sm(calls: NvmlCalls, gpu: NvmlGpu, handle: Any, key: str) -> dict[int, float] | None:
@@ -107,17 +106,13 @@ def _samples_since(nvml: Any, fn: Callable[..., Any] | None) -> Callable[..., An
 def merge_processes(
     compute: Sequence[ProcessRecord],
     graphics: Sequence[ProcessRecord],
-    memory_limit: int | None,
 ) -> dict[int, tuple[ProcessType, int | None]]:
-    """Merge the compute and graphics lists by PID, dropping garbled rows (a driver/binding struct
-    mismatch shows up as PID 0, huge PIDs or more memory than the GPU has)."""
+    """Merge the compute and graphics lists by PID (their rows are plausible already: see
+    :func:`.records.read_records`)."""
     kinds: dict[int, set[str]] = {}
     memory: dict[int, int | None] = {}
-    top = pid_max()
     for kind, rows in (("compute", compute), ("graphics", graphics)):
         for row in rows:
-            if not plausible(row, memory_limit, top):
-                continue
             pid, used = row.pid, row.used_memory
             kinds.setdefault(pid, set()).add(kind)
             if used is not None:
