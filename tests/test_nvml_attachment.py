@@ -221,8 +221,6 @@ def test_the_real_h100_vm_reads_as_passthrough_over_pcie() -> None:
     backend, info = opened([FakeGpu(virtualization_mode=virt, bus_type=bus)])
     backend.close()
     assert (info.virtualization_mode, info.host_link) == ("passthrough", "pcie")
-    # nvidia-smi on that VM: NVLink "Not Supported" on link 0, so no links are listed at all.
-    assert calls["mig_mode"]["value"][0] == 0
 
 
 # -- GPUs this user may not open ------------------------------------------------------------------

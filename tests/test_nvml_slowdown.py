@@ -4,12 +4,16 @@ change is no fault; one whose duration counter grows, or that stays set without 
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable
 from pathlib import Path
 
+import pynvml
 from tests.fakes.checks import check_json, findings_of
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
+from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
+from gputui.backends.nvml.fields import read_fields
 from gputui.backends.nvml.slowdown import SlowdownTracker
 
 HW_SLOWDOWN = 0x8
@@ -112,15 +116,22 @@ def test_tracker_tolerates_a_counter_that_ticks_coarser_than_the_readings() -> N
 REAL_RUN2 = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04" / "run2"
 
 
-def test_a_real_h100_leaves_the_hw_slowdown_fields_unfilled() -> None:
+def test_the_real_h100s_unfilled_slowdown_fields_are_read_as_no_answer() -> None:
     """Driver 580.159.04 answered 269 and 75 as unsigned counters, but 270 and 271 with SUCCESS,
-    value type double and 0: the caller's zeroed entry, not a counter."""
-    fields = json.loads((REAL_RUN2 / "extra_load.json").read_text())["fields"]
-    assert [fields[f]["type"] for f in ("269", "75")] == [3, 3]
-    assert [(fields[f]["ret"], fields[f]["type"], fields[f]["ull"]) for f in ("270", "271")] == [
-        (0, 0, 0),
-        (0, 0, 0),
-    ]
+    value type double and 0 (the caller's zeroed entry): those entries, as the driver returned
+    them, read as no answer, the others as counters."""
+    answered = json.loads((REAL_RUN2 / "extra_load.json").read_text())["fields"]
+    ids = (269, 270, 271, 75)
+    entries = (pynvml.c_nvmlFieldValue_t * len(ids))()
+    for entry, field_id in zip(entries, ids, strict=True):
+        real = answered[str(field_id)]
+        entry.fieldId, entry.nvmlReturn, entry.valueType = field_id, real["ret"], real["type"]
+        entry.value.ullVal = real["ull"]
+    driver = types.SimpleNamespace(
+        NVMLError=pynvml.NVMLError, nvmlDeviceGetFieldValues=lambda handle, request: entries
+    )
+    values = read_fields(NvmlCalls(driver), NvmlGpu(index=0), [(f, 0) for f in ids])
+    assert values == {(269, 0): 0, (75, 0): 0}
 
 
 def test_unfilled_counters_do_not_hide_a_sustained_hw_thermal_slowdown() -> None:
