@@ -6,15 +6,20 @@ Most tests run the check in-process on a fake clock (instant); one runs the real
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 from tests.fakes import kernel_log as klog
+from tests.fakes.checks import check_json, findings_of
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, make_fake_nvml
 from tests.test_cli import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
 from gputui.commands import check
 from gputui.fakeclock import T0, FakeClock
+from gputui.health.config import effective_user
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 
@@ -328,3 +333,34 @@ def test_bad_xid_window_is_an_argument_error(value: str, capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "argument --xid-window: " in err and "Traceback" not in err
+
+
+# -- --require-idle: nobody's processes --------------------------------------------------------
+
+
+def test_require_idle_fails_on_a_process_of_the_user_running_the_check() -> None:
+    """A prolog runs as root and container workloads show as root on the host: a GPU held by a
+    process of the very user running the check is not free. gputui's own process is."""
+    job = subprocess.Popen(["sleep", "60"])
+    try:
+        mine = FakeGpu(
+            util_gpu=86,
+            memory_used=40 * GiB,
+            compute_processes=[FakeProcess(job.pid, used_gpu_memory=40 * GiB)],
+        )
+        code, doc = check_json(make_fake_nvml([mine]), require_idle=True)
+    finally:
+        job.kill()
+        job.wait()
+    assert code == 2 and doc["verdict"] == "failed"
+    (f,) = findings_of(doc, "other_processes")
+    assert f["severity"] == "fail"
+    assert f"PID {job.pid} ({effective_user()}, sleep 60) 40.0 GiB" in f["message"]
+    # near miss: the only process on the GPU is gputui's own
+    own = FakeGpu(
+        util_gpu=0,
+        memory_used=GiB,
+        compute_processes=[FakeProcess(os.getpid(), used_gpu_memory=GiB)],
+    )
+    code, doc = check_json(make_fake_nvml([own]), require_idle=True)
+    assert code == 0, doc["findings"]

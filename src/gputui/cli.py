@@ -148,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--require-idle",
         action="store_true",
-        help="the GPUs must be free (a Slurm prolog): other users' processes or GPU memory in "
-        "use fail the check (by default they are reported as information)",
+        help="the GPUs must be free (a Slurm prolog): any process on them, of any user (root "
+        "included), or GPU memory in use fails the check (by default other users' processes "
+        "are reported as information)",
     )
     check.add_argument(
         "--xid-window",

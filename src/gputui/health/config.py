@@ -45,11 +45,15 @@ class HealthConfig:
     ignore: frozenset[str] = frozenset()
     """Rule ids not to run."""
     require_idle: bool = False
-    """The GPUs must be free (a Slurm prolog): other users' processes or memory in use are
-    ``fail``. Otherwise they are ``info``: a busy GPU is not an unhealthy one."""
+    """The GPUs must be free (a Slurm prolog): any process on them, whoever runs it (root's
+    too: a prolog runs as root, and container workloads show as root on the host), or memory
+    in use by processes not visible here, is ``fail``. Otherwise other users' processes are
+    ``info``: a busy GPU is not an unhealthy one."""
     idle_memory_minutes: float = 10
     idle_memory_min_bytes: int = GIB
     current_user: str | None = field(default_factory=effective_user)
+    own_pid: int | None = field(default_factory=os.getpid)
+    """gputui's own process: a GPU context it holds itself is nobody else's use."""
     torch_cuda_version: str | None = None
     """CUDA version torch was built for (see :func:`torch_cuda_version`); None: unknown."""
     xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS

@@ -95,7 +95,8 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     ),
     "other_processes": (
         rule_other_processes,
-        "info (fail with --require-idle): other users' processes or memory in use",
+        "info: other users' processes, or memory in use by processes not visible here; fail "
+        "with --require-idle: any process on the GPU (any user, root included) or such memory",
     ),
     "nvlink_unused": (
         rule_nvlink_unused,

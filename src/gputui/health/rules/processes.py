@@ -26,29 +26,36 @@ def describe_process(p: ProcessSample) -> str:
 
 
 def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
-    severity: Severity = "fail" if ctx.config.require_idle else "info"
-    me = ctx.config.current_user
+    """Who else is on the GPU. With ``require_idle`` any process fails it, whoever runs it
+    (root's too: a prolog runs as root, and container workloads show as root on the host);
+    without, other users' processes are information."""
+    config = ctx.config
+    severity: Severity = "fail" if config.require_idle else "info"
     hint = (
         "wait for them to finish or ask their owners; in a prolog, drain the node"
-        if ctx.config.require_idle
+        if config.require_idle
         else "shared GPU: expect less memory and compute for your work"
     )
     for _info, s in ctx.live():
-        procs = ctx.snapshot.processes_on(s.index)
+        procs = [p for p in ctx.snapshot.processes_on(s.index) if p.pid != config.own_pid]
         # A process that exited between the driver's listing and the host lookup is nobody's job.
-        others = [p for p in procs if not p.exited and (p.user is None or p.user != me)]
-        held = sum(p.gpu_memory_bytes or 0 for p in procs)
+        running = [p for p in procs if not p.exited]
+        if not config.require_idle:
+            me = config.current_user
+            running = [p for p in running if p.user is None or p.user != me]
+        held = sum(p.gpu_memory_bytes or 0 for p in ctx.snapshot.processes_on(s.index))
         unexplained = (s.memory_used_bytes or 0) - held
         parts = []
-        if others:
+        if running:
             listed = ", ".join(
                 f"{describe_process(p)} {gib(p.gpu_memory_bytes)}"
                 if p.gpu_memory_bytes is not None
                 else describe_process(p)
-                for p in others[:3]
+                for p in running[:3]
             )
-            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-            parts.append(f"{len(others)} process(es) of other users: {listed}{more}")
+            more = f" and {len(running) - 3} more" if len(running) > 3 else ""
+            whose = "running" if config.require_idle else "of other users"
+            parts.append(f"{len(running)} process(es) {whose}: {listed}{more}")
         if unexplained >= UNEXPLAINED_MEMORY_BYTES:
             parts.append(f"{gib(unexplained)} in use by processes not visible here")
         if parts:
