@@ -364,3 +364,67 @@ def test_require_idle_fails_on_a_process_of_the_user_running_the_check() -> None
     )
     code, doc = check_json(make_fake_nvml([own]), require_idle=True)
     assert code == 0, doc["findings"]
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_require_idle_fails_on_memory_held_by_a_pid_hidden_by_hidepid(tmp_path, monkeypatch):
+    """/proc mounted with hidepid=2: the driver lists a PID (and its memory) that /proc does not
+    show. That proves nothing about the process having exited: the GPU is not free."""
+    from tests.test_pidns import fake_proc
+
+    from gputui.backends.nvml import NvmlBackend
+    from gputui.pidns import PROC_PID_INIT_INO
+
+    hiding = "22 26 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw,hidepid=2\n"
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO, mountinfo=hiding)
+    monkeypatch.setattr(NvmlBackend, "proc_root", root)
+    pid = _dead_pid()
+    held = FakeGpu(
+        util_gpu=0,
+        memory_used=40 * GiB,
+        compute_processes=[FakeProcess(pid, used_gpu_memory=40 * GiB)],
+    )
+    code, doc = check_json(make_fake_nvml([held]), require_idle=True)
+    assert code == 2, doc["findings"]
+    (f,) = findings_of(doc, "other_processes")
+    assert f["message"] == f"GPU 0: 40.0 GiB held by PID {pid}, a process not visible here"
+    assert "hidepid" in f["hint"]
+    # without --require-idle it is information, as other users' processes are
+    code, doc = check_json(make_fake_nvml([held]))
+    assert code == 0 and findings_of(doc, "other_processes")[0]["severity"] == "info"
+
+
+HELD_FROM_OUTSIDE = """
+import json, sys
+from tests.fakes.checks import check_json, findings_of
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, make_fake_nvml
+
+pid = int(sys.argv[1])
+gpu = FakeGpu(memory_used=40 * GiB, compute_processes=[FakeProcess(pid, used_gpu_memory=40 * GiB)])
+code, doc = check_json(make_fake_nvml([gpu]), require_idle=True)
+print(json.dumps({"code": code, "findings": findings_of(doc, "other_processes")}))
+"""
+
+
+def test_in_a_pid_namespace_of_its_own_a_host_pid_holding_memory_fails_require_idle() -> None:
+    """A real PID namespace with its own /proc (a container): the driver reports the host PID
+    of a process outside it, which names nothing here."""
+    from tests.test_pidns import _in_new_pid_namespace
+
+    outside = subprocess.Popen(["sleep", "60"])
+    try:
+        done = _in_new_pid_namespace(HELD_FROM_OUTSIDE, str(outside.pid))
+    finally:
+        outside.kill()
+        outside.wait()
+    if done is None:
+        pytest.skip("cannot make a PID namespace here (no unshare, or not allowed)")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 2
+    (f,) = result["findings"]
+    assert f["message"] == f"GPU 0: 40.0 GiB held by PID {outside.pid}, a process not visible here"

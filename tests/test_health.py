@@ -466,6 +466,16 @@ def test_require_idle_fails_on_any_process_of_any_user() -> None:
     assert run("other_processes", busy, own) == []
 
 
+def test_memory_of_processes_not_visible_here_is_named_as_such() -> None:
+    hidden = tuple(proc(p, user=None, mem=20 * GIB, not_visible=True) for p in (4242, 4243))
+    s = snap((sample(memory_used_bytes=40 * GIB),), processes=hidden)
+    (f,) = run("other_processes", s, HealthConfig(require_idle=True, current_user="me"))
+    assert f.severity == "fail" and "hidepid" in f.hint
+    assert f.message == "GPU 0: 40.0 GiB held by PIDs 4242, 4243, processes not visible here"
+    (f,) = run("other_processes", s)
+    assert f.severity == "info" and "other users" not in f.message
+
+
 def test_driver_cuda() -> None:
     cfg = HealthConfig(torch_cuda_version="12.4", current_user="me")
     (f,) = run("driver_cuda", snap(runtime="12.2"), cfg)

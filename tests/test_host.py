@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 
 import psutil
 import pytest
-from tests.test_pidns import OTHER_NS_INODE, fake_proc, stat_line
+from tests.test_pidns import OTHER_NS_INODE, PLAIN_PROC, fake_proc, stat_line
 
 from gputui.host import ProcessEnricher, container_id_of, read_host
 from gputui.model import ProcessSample
@@ -146,7 +147,8 @@ def test_in_a_container_host_pids_are_shown_as_they_are(tmp_path) -> None:
     colliding = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
     gone = ProcessSample(pid=_dead_pid(), gpu_index=1, gpu_memory_bytes=6)
     for _ in range(2):  # the second reading would measure CPU %
-        assert enricher.enrich([colliding, gone]) == [colliding, gone]
+        rows = enricher.enrich([colliding, gone])
+        assert rows == [dataclasses.replace(r, not_visible=True) for r in (colliding, gone)]
     assert reader.files_read == 0
 
 
@@ -154,6 +156,24 @@ def _dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
+
+
+def test_behind_hidepid_a_missing_pid_is_not_visible_not_exited(tmp_path) -> None:
+    """/proc mounted with hidepid=2 lists no other user's process: a PID missing there may be
+    somebody's live job holding the GPU, so it is not taken as exited."""
+    hiding = "22 26 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw,hidepid=2\n"
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO, mountinfo=hiding)
+    enricher = ProcessEnricher(proc_root=root)
+    assert enricher.pid_namespace == "host"
+    (row,) = enricher.enrich([ProcessSample(pid=_dead_pid(), gpu_index=0, gpu_memory_bytes=5)])
+    assert row.not_visible and not row.exited
+    # near miss: the same /proc without hidepid proves the PID gone
+    plain = fake_proc(tmp_path / "plain", ns_inode=PROC_PID_INIT_INO, mountinfo=PLAIN_PROC)
+    (row,) = ProcessEnricher(proc_root=plain).enrich([ProcessSample(pid=_dead_pid(), gpu_index=0)])
+    assert row.exited and not row.not_visible
+    # a process that is seen is looked up as ever
+    (row,) = enricher.enrich([ProcessSample(pid=os.getpid(), gpu_index=0)])
+    assert row.name == psutil.Process().name() and not row.not_visible
 
 
 def test_on_the_host_kernel_threads_are_marked(tmp_path) -> None:

@@ -17,7 +17,12 @@ import pytest
 from gputui.backends.base import Backend
 from gputui.codec import snapshot_from_dict, snapshot_to_dict
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.pidns import PROC_PID_INIT_INO, detect_pid_namespace, in_host_pid_namespace
+from gputui.pidns import (
+    PROC_PID_INIT_INO,
+    detect_pid_namespace,
+    in_host_pid_namespace,
+    proc_hides_processes,
+)
 from gputui.procstat import PF_KTHREAD, is_kernel_thread, parse_stat
 from gputui.report import render_snapshot
 from gputui.sampler import Sampler
@@ -36,10 +41,13 @@ def fake_proc(
     ns_inode: int | None = None,
     nspid: str | None = None,
     pid2: str | None = None,
+    mountinfo: str | None = None,
 ) -> str:
     """A /proc with what the namespace checks read: self/ns/pid (a link to ``pid:[INODE]``),
-    self/status with an NSpid line, and 2/stat."""
+    self/status with an NSpid line, 2/stat, and self/mountinfo (its mount options)."""
     (root / "self" / "ns").mkdir(parents=True)
+    if mountinfo is not None:
+        (root / "self" / "mountinfo").write_text(mountinfo)
     if ns_inode is not None:
         (root / "self" / "ns" / "pid").symlink_to(f"pid:[{ns_inode}]")
     status = "Name:\tpython\n" + (f"NSpid:\t{nspid}\n" if nspid is not None else "") + "Uid:\t0\n"
@@ -119,15 +127,16 @@ CHILD = textwrap.dedent(
 )
 
 
-def _in_new_pid_namespace(script: str) -> subprocess.CompletedProcess[str] | None:
-    """Run ``script`` as PID 1 of a new PID namespace with its own /proc (as root, else in a new
-    user namespace); None where the kernel or a sandbox does not allow it."""
+def _in_new_pid_namespace(script: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """Run ``script`` (with ``args``) as PID 1 of a new PID namespace with its own /proc (as
+    root, else in a new user namespace); None where the kernel or a sandbox does not allow it."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for extra in ([], ["--user", "--map-root-user"]):
         cmd = [unshare, *extra, "--pid", "--fork", "--mount-proc", sys.executable, "-c", script]
+        cmd += args
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
         except (OSError, subprocess.TimeoutExpired):
@@ -146,6 +155,58 @@ def test_in_a_container_with_its_own_proc_nothing_is_looked_up_or_signalled() ->
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (result["name"], result["user"], result["command"]) == (None, None, None)
     assert result["refused"] == "OtherPidNamespace" and result["got"] == []
+
+
+# -- /proc mounted with hidepid ----------------------------------------------------------------
+
+# /proc/self/mountinfo lines as the kernel writes them (Documentation/filesystems/proc.rst,
+# "/proc/<pid>/mountinfo"): ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE
+# SUPER-OPTIONS. A plain /proc as a host shows it; since Linux 5.8 hidepid is a per-mount option
+# written by name (hidepid=invisible), before by number (hidepid=2).
+ROOT_FS = "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
+PLAIN_PROC = "22 26 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"
+
+
+def hidepid_proc(option: str) -> str:
+    return f"22 26 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,{option}\n"
+
+
+@pytest.mark.parametrize(
+    ("mountinfo", "expected"),
+    [
+        (ROOT_FS + PLAIN_PROC, False),
+        (ROOT_FS + hidepid_proc("hidepid=2"), True),
+        (ROOT_FS + hidepid_proc("hidepid=invisible"), True),
+        (ROOT_FS + hidepid_proc("hidepid=noaccess"), True),
+        (ROOT_FS + hidepid_proc("hidepid=1"), True),
+        (ROOT_FS + hidepid_proc("hidepid=ptraceable"), True),
+        (ROOT_FS + hidepid_proc("hidepid=invisible,gid=1001"), True),
+        # near misses: hidepid off, and subset=pid (which leaves out files, not processes)
+        (ROOT_FS + hidepid_proc("hidepid=off"), False),
+        (ROOT_FS + hidepid_proc("hidepid=0"), False),
+        (ROOT_FS + hidepid_proc("subset=pid"), False),
+        # mounted twice over /proc: the last mount is the one that shows
+        (ROOT_FS + PLAIN_PROC + hidepid_proc("hidepid=2").replace("22 26", "63 22"), True),
+        (ROOT_FS + hidepid_proc("hidepid=2") + PLAIN_PROC.replace("22 26", "63 22"), False),
+        # no procfs mount listed: cannot be told
+        (ROOT_FS, None),
+    ],
+)
+def test_proc_mounted_with_hidepid_hides_processes(tmp_path, mountinfo: str, expected) -> None:
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO, mountinfo=mountinfo)
+    assert proc_hides_processes(root) is expected
+
+
+def test_hidepid_from_proc_mounts_and_unreadable_mounts(tmp_path) -> None:
+    root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO)
+    assert proc_hides_processes(root) is None  # neither mountinfo nor mounts to read
+    # /proc/mounts (fstab format: SOURCE POINT TYPE OPTIONS DUMP PASS) where mountinfo is absent
+    mounts = tmp_path / "proc" / "mounts"
+    mounts.write_text("/dev/nvme0n1p2 / ext4 rw 0 0\nproc /proc proc rw,relatime,hidepid=2 0 0\n")
+    assert proc_hides_processes(root) is True
+    mounts.write_text("proc /proc proc rw,relatime 0 0\n")
+    assert proc_hides_processes(root) is False
+    assert proc_hides_processes(str(tmp_path / "none")) is False  # no procfs at all: not Linux
 
 
 # -- /proc/PID/stat ----------------------------------------------------------------------------

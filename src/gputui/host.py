@@ -9,7 +9,8 @@ job names come from a background lookup (:mod:`gputui.slurmjobs`) and fill in wh
 
 The driver reports host PIDs (NVIDIA/nvidia-docker issue #1483). Where gputui does not run in the
 host's PID namespace (:mod:`gputui.pidns`), the same number in the local ``/proc`` is nothing or
-another process: rows are then left as the backend gave them, nothing looked up.
+another process: rows are then marked ``not_visible``, nothing looked up. In the host's namespace
+a PID missing from a ``/proc`` mounted with ``hidepid`` is ``not_visible`` too, not ``exited``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import psutil
 
 from gputui.attribution import Attribution, AttributionReader, parse_cgroup
 from gputui.model import HostSample, PidNamespace, ProcessSample
-from gputui.pidns import detect_pid_namespace
+from gputui.pidns import detect_pid_namespace, proc_hides_processes
 from gputui.procstat import is_kernel_thread
 from gputui.slurmjobs import SlurmJobs
 
@@ -79,8 +80,10 @@ class ProcessEnricher:
     """Fills the host-side fields of GPU process rows, caching what never changes per PID.
 
     A PID the driver listed but that no longer exists on the host is marked ``exited`` (it ended
-    between the driver's listing and this lookup). Outside the host's PID namespace nothing is
-    looked up, so nothing is marked either: a missing PID proves nothing there."""
+    between the driver's listing and this lookup), where that is proof: in the host's PID
+    namespace, with a ``/proc`` that hides no process. Where ``/proc`` hides other users'
+    processes (``hidepid``) such a PID is marked ``not_visible``; outside the host's PID
+    namespace nothing is looked up and every row is ``not_visible``."""
 
     def __init__(
         self,
@@ -103,6 +106,8 @@ class ProcessEnricher:
         )
         """Where gputui runs (the sampler puts it on the node, so every view can say so)."""
         self._host_pids = self.pid_namespace == "host"
+        self._exits_proven = self._host_pids and proc_hides_processes(proc_root) is False
+        """A PID missing here has exited (no ``hidepid`` hides a live one)."""
         self._gone: set[int] = set()
         self.attribution = attribution if attribution is not None else AttributionReader()
         self.slurm = slurm if slurm is not None else SlurmJobs()
@@ -110,7 +115,7 @@ class ProcessEnricher:
     def enrich(self, processes: Iterable[ProcessSample]) -> list[ProcessSample]:
         rows = list(processes)
         if not self._host_pids:  # host PIDs: here they name nothing, or other processes
-            return rows
+            return [dataclasses.replace(row, not_visible=True) for row in rows]
         self._gone = set()
         alive: set[int] = set()
         cpu_by_pid: dict[int, tuple[float | None, int | None]] = {}
@@ -137,8 +142,11 @@ class ProcessEnricher:
         for row in rows:
             known = self._known.get(row.pid)
             if known is None:
-                gone = row.pid in self._gone
-                enriched.append(dataclasses.replace(row, exited=True) if gone else row)
+                if row.pid in self._gone and self._exits_proven:
+                    row = dataclasses.replace(row, exited=True)
+                elif row.pid in self._gone:  # hidepid: gone, or only hidden from this user
+                    row = dataclasses.replace(row, not_visible=True)
+                enriched.append(row)
                 continue
             cpu_pct, rss_bytes = cpu_by_pid[row.pid]
             found = known.attribution  # what the backend gave wins over what was read

@@ -343,7 +343,11 @@ class ProcessSample:
     mig_uuid: str | None = None
     exited: bool = False
     """The process had exited by the time its host facts were read (it was listed by the driver
-    a moment earlier): not somebody else's job, and soon gone."""
+    a moment earlier): not somebody else's job, and soon gone. Set only where that is proven:
+    in the host's PID namespace, with a ``/proc`` that hides no process (no ``hidepid``)."""
+    not_visible: bool = False
+    """The PID names no process gputui can see (gputui runs in another PID namespace, or
+    ``/proc`` hides other users' processes): whoever holds the GPU is unknown, not gone."""
     kernel_thread: bool = False
     """The PID names a kernel thread (a garbled driver record can): never offered a signal
     (see :mod:`gputui.procstat`)."""

@@ -20,6 +20,9 @@ fake ones):
 
 With no ``/proc`` at all there are no PID namespaces to be in (not Linux): "host". When none of the
 above can be read, "unknown", treated like a container: nothing is looked up or signalled.
+
+Even in the host's namespace, ``/proc`` mounted with ``hidepid`` hides other users' processes
+(:func:`proc_hides_processes`): a PID missing there may name a live process, not an exited one.
 """
 
 from __future__ import annotations
@@ -73,6 +76,69 @@ def _nspid_levels(proc_root: str) -> int:
     return 0
 
 
+_HIDING = frozenset({"1", "2", "4", "noaccess", "invisible", "ptraceable"})
+"""``hidepid`` values that keep other users' processes from a caller (the kernel's
+Documentation/filesystems/proc.rst): ``noaccess`` (1) their ``/proc/PID`` cannot be read,
+``invisible`` (2) it is not listed at all, ``ptraceable`` (4) only what the caller may ptrace is
+listed. ``off`` (0) hides nothing; ``subset=pid`` leaves out the non-process files, not
+processes."""
+
+
+def proc_hides_processes(proc_root: str = "/proc") -> bool | None:
+    """Whether ``proc_root`` is mounted with a ``hidepid`` that hides processes from this caller,
+    read from ``<proc_root>/self/mountinfo`` (else ``<proc_root>/mounts``); None when it cannot be
+    told. A ``/proc`` mounted more than once over the same place is judged by the last mount,
+    the one that shows. Whoever may see past ``hidepid`` (its ``gid=`` group, a caller with
+    CAP_SYS_PTRACE) is not told apart: a missing PID proves nothing there either."""
+    if not os.path.isdir(f"{proc_root}/self"):
+        return False  # no procfs (not Linux): nothing to hide processes with
+    mounts = _proc_mounts(proc_root)
+    if mounts is None:
+        return None
+    wanted = os.path.normpath(proc_root)
+    options = [o for point, o in mounts if point == wanted] or [
+        o for point, o in mounts if point == "/proc"
+    ]
+    if not options:
+        return None
+    return any(
+        name == "hidepid" and value in _HIDING
+        for option in options[-1]
+        for name, _, value in [option.partition("=")]
+    )
+
+
+def _proc_mounts(proc_root: str) -> list[tuple[str, list[str]]] | None:
+    """(mount point, options) of each procfs mount, in mount order; None when unreadable."""
+    found: list[tuple[str, list[str]]] = []
+    try:
+        with open(f"{proc_root}/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                # ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS
+                left, sep, right = line.partition(" - ")
+                fields, tail = left.split(), right.split()
+                if sep and len(fields) >= 6 and len(tail) >= 3 and tail[0] == "proc":
+                    opts = fields[5].split(",") + tail[2].split(",")
+                    found.append((_unescape(fields[4]), opts))
+        return found
+    except OSError:
+        pass
+    try:
+        with open(f"{proc_root}/mounts", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fields = line.split()  # SOURCE POINT TYPE OPTIONS 0 0
+                if len(fields) >= 4 and fields[2] == "proc":
+                    found.append((_unescape(fields[1]), fields[3].split(",")))
+        return found
+    except OSError:
+        return None
+
+
+def _unescape(path: str) -> str:
+    """A mount point as the kernel writes it (space, tab, newline and backslash as octal)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
 def host_pids_only(pid_namespace: PidNamespace | None) -> bool:
     """The PIDs shown are host PIDs that this gputui cannot look up or signal (None: the node's
     backend reports its own processes, e.g. a simulated node)."""
@@ -101,4 +167,5 @@ __all__ = [
     "host_pids_only",
     "in_host_pid_namespace",
     "namespace_note",
+    "proc_hides_processes",
 ]

@@ -17,6 +17,11 @@ IDLE_INFO_AFTER_S = 60.0
 UNEXPLAINED_MEMORY_BYTES = GIB
 """GPU memory in use beyond what the listed processes hold that counts as "in use"."""
 
+HIDDEN_HINT = (
+    "; a process not visible here runs in another container or PID namespace, or /proc hides "
+    "it (hidepid): look on the host as root (nvidia-smi)"
+)
+
 
 def describe_process(p: ProcessSample) -> str:
     what = command_text(p.command, p.name, None, short=True)
@@ -25,10 +30,23 @@ def describe_process(p: ProcessSample) -> str:
     return f"PID {p.pid} ({p.user or '?'}, {what})"
 
 
+def held_out_of_sight(procs: list[ProcessSample]) -> str:
+    """What processes not visible here hold: "40.0 GiB held by PID 4242, a process not
+    visible here"."""
+    sizes = [p.gpu_memory_bytes for p in procs if p.gpu_memory_bytes is not None]
+    what = gib(sum(sizes)) if sizes else "memory"
+    if len(procs) == 1:
+        return f"{what} held by PID {procs[0].pid}, a process not visible here"
+    pids = ", ".join(str(p.pid) for p in procs[:3])
+    more = f" and {len(procs) - 3} more" if len(procs) > 3 else ""
+    return f"{what} held by PIDs {pids}{more}, processes not visible here"
+
+
 def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
     """Who else is on the GPU. With ``require_idle`` any process fails it, whoever runs it
-    (root's too: a prolog runs as root, and container workloads show as root on the host);
-    without, other users' processes are information."""
+    (root's too: a prolog runs as root, and container workloads show as root on the host), and
+    so does memory held by processes not visible here (another PID namespace, ``hidepid``);
+    without, they are information."""
     config = ctx.config
     severity: Severity = "fail" if config.require_idle else "info"
     hint = (
@@ -38,8 +56,9 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
     )
     for _info, s in ctx.live():
         procs = [p for p in ctx.snapshot.processes_on(s.index) if p.pid != config.own_pid]
+        hidden = [p for p in procs if p.not_visible]
         # A process that exited between the driver's listing and the host lookup is nobody's job.
-        running = [p for p in procs if not p.exited]
+        running = [p for p in procs if not p.exited and not p.not_visible]
         if not config.require_idle:
             me = config.current_user
             running = [p for p in running if p.user is None or p.user != me]
@@ -56,12 +75,14 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
             more = f" and {len(running) - 3} more" if len(running) > 3 else ""
             whose = "running" if config.require_idle else "of other users"
             parts.append(f"{len(running)} process(es) {whose}: {listed}{more}")
+        if hidden:
+            parts.append(held_out_of_sight(hidden))
         if unexplained >= UNEXPLAINED_MEMORY_BYTES:
             parts.append(f"{gib(unexplained)} in use by processes not visible here")
         if parts:
-            yield finding(
-                "other_processes", severity, f"GPU {s.index}: " + "; ".join(parts), hint, s.index
-            )
+            message = f"GPU {s.index}: " + "; ".join(parts)
+            why = HIDDEN_HINT if hidden else ""
+            yield finding("other_processes", severity, message, hint + why, s.index)
 
 
 def rule_idle_memory(ctx: RuleContext) -> Iterable[Finding]:
