@@ -377,11 +377,13 @@ def test_everything_optional_unsupported_gives_nones_not_errors() -> None:
     values = {
         f: getattr(sample, f)
         for f in GpuSample.__dataclass_fields__
-        if f not in ("index", "timestamp", "lost", "error", "mig_devices", "links")
+        if f not in ("index", "timestamp", "lost", "error", "mig_devices", "links", "unanswered")
     }
     assert all(v is None for v in values.values()), values
     assert sample.links == ()  # link queries unsupported: a GPU without NVLink
+    assert sample.unanswered == ()  # "not supported" is no failed reading
     assert backend.read_processes(1.0) == []
+    assert backend.process_errors() == {}
 
 
 def test_a_gpu_without_permission_at_open_is_reported_not_fatal() -> None:

@@ -281,6 +281,10 @@ class GpuSample:
     without root got an empty list while VRAM was in use (ROCm before its 2026 fix hides other
     users' processes from such callers). False when the list was read and looks whole; None when
     not read. Slow tier."""
+    unanswered: tuple[tuple[str, str], ...] = ()
+    """The readings that say what a GPU is doing which failed with an error (not "not
+    supported"): ``(reading, error)`` for ``utilization`` and ``memory`` in this reading, and
+    ``processes`` in the last read of the process list, e.g. ``("memory", "Unknown Error")``."""
 
     @property
     def memory_total_bytes(self) -> int | None:

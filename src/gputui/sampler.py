@@ -170,6 +170,7 @@ class Sampler:
         self._last_slow: float | None = None
         self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()
+        self._process_errors: dict[int, str] = {}
         self._backend_lock = threading.Lock()
         self._reading = _ReadingThread(self._read_locked)
         self._last_complete: Snapshot | None = None
@@ -309,8 +310,11 @@ class Sampler:
             if self._enricher is not None:
                 processes = self._enricher.enrich(processes)
             self._processes = tuple(processes)
+            self._process_errors = self.backend.process_errors()
         else:
             gpus = [self._carry_slow_fields(s) for s in gpus]
+        if self._process_errors:  # the process list's, as of its last read (like the list)
+            gpus = [self._with_process_error(s) for s in gpus]
         lost = {s.index for s in gpus if s.lost}
         if lost:
             self._processes = tuple(p for p in self._processes if p.gpu_index not in lost)
@@ -336,6 +340,12 @@ class Sampler:
             return None
         snapshot = recorded(now)
         return self.usage.priced(snapshot.usage if isinstance(snapshot, Snapshot) else None)
+
+    def _with_process_error(self, sample: GpuSample) -> GpuSample:
+        error = self._process_errors.get(sample.index)
+        if error is None or sample.lost or sample.error is not None:
+            return sample
+        return dataclasses.replace(sample, unanswered=(*sample.unanswered, ("processes", error)))
 
     def _carry_slow_fields(self, sample: GpuSample) -> GpuSample:
         """The last slow read's values of the slow fields this fast read left None."""

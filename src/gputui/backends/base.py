@@ -113,6 +113,12 @@ class Backend(abc.ABC):
         Host-side fields may be left ``None`` when :attr:`enrich_processes` is True.
         """
 
+    def process_errors(self) -> dict[int, str]:
+        """Per GPU, why its process list failed at the last :meth:`read_processes` (an error,
+        not "not supported"); the sampler puts it on the GPU's readings
+        (``GpuSample.unanswered``)."""
+        return {}
+
     def read_events(self, now: float) -> list[GpuEvent]:
         """Events (XID errors, ECC errors ...) that arrived since the last call; cheap: called on
         every poll. Backends that watch events do so on their own thread and queue them here."""

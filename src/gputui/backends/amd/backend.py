@@ -164,3 +164,6 @@ class AmdSmiBackend(Backend):
         if self._listing is None or self._listing.timestamp != now:
             self._listing = self._processes.read(now)
         return list(self._listing.processes)
+
+    def process_errors(self) -> dict[int, str]:
+        return dict(self._listing.failed) if self._listing is not None else {}

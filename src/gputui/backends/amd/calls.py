@@ -7,7 +7,9 @@ is confirmed with a second call and then raises :class:`GpuGone`, which turns th
 into ``lost=True`` while the other GPUs carry on. An error meaning the library or the amdgpu
 driver is not answering (DRIVER_NOT_LOADED, NOT_INIT, UNKNOWN_ERROR ...) is ``None`` too, never
 remembered, and noted for the GPU's current reading (:meth:`AmdCalls.failed_reading`), which then
-carries the error instead of its values; the next reading asks everything again. A secondary
+carries the error instead of its values; the next reading asks everything again. Any error other
+than "not supported" is kept for the call until it is asked again (:meth:`AmdCalls.failure`), so a
+reading can say which of its values failed (``GpuSample.unanswered``). A secondary
 compute partition is never asked a :data:`DEVICE_WIDE` reading (see :mod:`.partition`): its
 answer is None.
 """
@@ -139,6 +141,8 @@ class AmdCalls:
         # Per GPU, the current reading: calls answered, and the "not answering" error noted.
         self._answered: dict[int, int] = {}
         self._driver_error: dict[int, tuple[str, bool]] = {}
+        # Per GPU, the calls whose last answer was an error (not "not supported"): key -> words.
+        self._failures: dict[int, dict[str, str]] = {}
 
     def call(self, index: int, key: str, fn_name: str, *args: Any) -> Any:
         """Call ``fn_name(handle, *args)`` for GPU ``index``; None when the answer is not usable.
@@ -153,12 +157,21 @@ class AmdCalls:
             # An amdsmi without this call or enum, or a reading that belongs to the primary.
             self.unsupported.add(index, key)
             return None
+        failures = self._failures.setdefault(index, {})
+        failures.pop(key, None)
         try:
             result = fn(self.handles[index], *args)
         except Exception as exc:
-            return self._failed(index, key, fn_name, exc)
+            if not self._failed(index, key, fn_name, exc):
+                failures[key] = self.describe(exc)
+            return None
         self._answered[index] = self._answered.get(index, 0) + 1
         return result
+
+    def failure(self, index: int, key: str) -> str | None:
+        """Why the last call under ``key`` failed with an error (not "not supported"), or None
+        when it answered (or was not asked)."""
+        return self._failures.get(index, {}).get(key)
 
     def _not_its_own(self, index: int, fn_name: str) -> bool:
         refused = self.refused.get(index)
@@ -168,6 +181,7 @@ class AmdCalls:
         """Start counting the answers of a new reading of GPU ``index``."""
         self._answered[index] = 0
         self._driver_error.pop(index, None)
+        self._failures.pop(index, None)
 
     def failed_reading(self, index: int) -> str | None:
         """The sample error of GPU ``index``'s reading since :meth:`begin_reading` when AMD-SMI
@@ -203,7 +217,8 @@ class AmdCalls:
                 return message
         return f"AMD-SMI init failed: {self.describe(exc)}"
 
-    def _failed(self, index: int, key: str, fn_name: str, exc: Exception) -> None:
+    def _failed(self, index: int, key: str, fn_name: str, exc: Exception) -> bool:
+        """Sort out a call's error; True when it means "not supported" (remembered)."""
         code = self._error_code(exc)
         if code is None:
             parameter_exc = getattr(self.lib, "AmdSmiParameterException", ())
@@ -212,21 +227,22 @@ class AmdCalls:
                 parameter_exc and isinstance(exc, parameter_exc)
             ):
                 self.unsupported.add(index, key)
-            return None
+                return True
+            return False
         if code in self._transient:
-            return None
+            return False
         if code in self._permanent:
             self.unsupported.add(index, key)
-            return None
+            return True
         if code in self._driver:
             words, certain = self._driver[code]
             noted = self._driver_error.get(index)
             if noted is None or not noted[1]:  # a telling error is kept over a vague one
                 self._driver_error[index] = (words, certain)
-            return None
+            return False
         if code in self._gone and self._confirm_gone(index, fn_name):
             raise GpuGone(f"GPU lost: {self.describe(exc)}")
-        return None
+        return False
 
     def _confirm_gone(self, index: int, failed_fn: str) -> bool:
         """Ask the GPU something simple; a "gone" answer again means it really is gone."""

@@ -107,7 +107,22 @@ class DeviceReader:
 
         if slow:
             fields.update(self._slow_fields(i, now))
+        fields["unanswered"] = self._unanswered(i, fields)
         return GpuSample(index=i, timestamp=now, **fields)
+
+    def _unanswered(self, i: int, fields: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        """Utilization and memory where their calls failed with an error this time (not "not
+        supported"), with AMD-SMI's words (see ``GpuSample.unanswered``)."""
+        found = []
+        for reading, value, keys in (
+            ("utilization", "utilization_gpu_pct", ("activity",)),
+            ("memory", "memory_used_bytes", ("memory_usage_vram", "vram_usage")),
+        ):
+            errors = (self._calls.failure(i, key) for key in keys)
+            error = next((e for e in errors if e is not None), None)
+            if fields.get(value) is None and error is not None:
+                found.append((reading, error))
+        return tuple(found)
 
     def _memory(self, i: int) -> dict[str, int | None]:
         calls = self._calls

@@ -45,6 +45,8 @@ class ProcessListing:
     """GPUs whose list was read."""
     empty: frozenset[int]
     """GPUs whose list was read and came back empty."""
+    failed: tuple[tuple[int, str], ...] = ()
+    """(GPU, why) for each list that failed with an error (not "not supported")."""
 
 
 class ProcessReader:
@@ -59,6 +61,7 @@ class ProcessReader:
         seen: set[tuple[int, int]] = set()
         listed: set[int] = set()  # GPUs whose list we read: their vanished PIDs are forgotten
         empty: set[int] = set()
+        failed: list[tuple[int, str]] = []
         for index in range(len(self._calls.handles)):
             try:
                 entries = self._calls.call(index, "process_list", "amdsmi_get_gpu_process_list")
@@ -67,6 +70,9 @@ class ProcessReader:
                 continue
             except Exception:
                 continue
+            error = self._calls.failure(index, "process_list")
+            if error is not None:
+                failed.append((index, error))
             if isinstance(entries, Sequence) and not isinstance(entries, str):
                 listed.add(index)
                 if not entries:
@@ -74,7 +80,9 @@ class ProcessReader:
                 with contextlib.suppress(Exception):
                     processes.extend(self._processes_on(index, entries, now, seen))
         self._busy_ns.forget_where(lambda key: key[0] in listed and key not in seen)
-        return ProcessListing(now, tuple(processes), frozenset(listed), frozenset(empty))
+        return ProcessListing(
+            now, tuple(processes), frozenset(listed), frozenset(empty), tuple(failed)
+        )
 
     def _processes_on(
         self, index: int, entries: Sequence[Any], now: float, seen: set[tuple[int, int]]

@@ -198,14 +198,21 @@ class NvmlBackend(Backend):
             if gpu.lost:
                 continue
             self.reading_gpu = gpu.index
+            gpu.failures = {}
             try:
                 processes.extend(gpu_processes(self._calls, gpu))
             except GpuLost:
                 gpu.mark_lost()
             except Exception:  # a binding bug on one GPU must not hide the others' processes
                 continue
+            finally:
+                failed = (e for key, e in gpu.failures.items() if "_procs:" in key)
+                gpu.process_error = next(failed, None)
         self.reading_gpu = None
         return processes
+
+    def process_errors(self) -> dict[int, str]:
+        return {g.index: g.process_error for g in self._gpus if g.process_error and not g.lost}
 
     def read_events(self, now: float) -> list[GpuEvent]:
         return self._events.drain() if self._events is not None else []

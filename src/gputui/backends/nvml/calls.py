@@ -80,6 +80,10 @@ class NvmlGpu:
     answered: int = 0
     driver_error: str | None = None
     driver_error_certain: bool = False
+    # Call key -> NVML's words for each call that failed with an error (not "not supported")
+    # since begin_reading; and why the process list failed at its last read (None: it answered).
+    failures: dict[str, str] = field(default_factory=dict)
+    process_error: str | None = None
 
     def mark_lost(self, message: str = LOST_MESSAGE) -> None:
         self.lost = True
@@ -90,6 +94,7 @@ class NvmlGpu:
         self.answered = 0
         self.driver_error = None
         self.driver_error_certain = False
+        self.failures = {}
 
     def failed_reading(self) -> str | None:
         """The sample error of the reading since :meth:`begin_reading` when NVML was not
@@ -138,8 +143,8 @@ class NvmlCalls:
         "Not supported" (also a symbol missing from driver or binding, no permission, invalid
         argument) is remembered under ``key`` and never asked again; "the library or driver is
         not answering" is noted on ``gpu`` (never remembered: asked again next time); other
-        NVML errors are taken as transient; a lost GPU raises :class:`GpuLost`.
-        """
+        NVML errors are taken as transient; a lost GPU raises :class:`GpuLost`. Both kinds of
+        error are kept in ``gpu.failures`` under ``key`` with NVML's words."""
         if self.unsupported.has(gpu.index, key):
             return None
         call = getattr(self.nvml, fn, None) if isinstance(fn, str) else fn
@@ -155,8 +160,10 @@ class NvmlCalls:
             return None
         except self._driver_error_classes as exc:
             self._note_driver_error(gpu, exc)
+            gpu.failures.setdefault(key, str(exc))
             return None
-        except self.nvml.NVMLError:
+        except self.nvml.NVMLError as exc:
+            gpu.failures.setdefault(key, str(exc))
             return None
         gpu.answered += 1
         return result

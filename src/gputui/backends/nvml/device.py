@@ -140,7 +140,23 @@ def read_sample(calls: NvmlCalls, gpu: NvmlGpu, now: float, slow: bool) -> GpuSa
         )
         values.update(_slow_values(calls, gpu, now, fields))
         values["links"] = link_samples(calls, gpu, now, fields)
+    values["unanswered"] = _unanswered(gpu, values)
     return GpuSample(index=gpu.index, timestamp=now, **values)
+
+
+def _unanswered(gpu: NvmlGpu, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Utilization and memory where their call failed with an error this time (not "not
+    supported"), with NVML's words (see ``GpuSample.unanswered``)."""
+    failed = gpu.failures
+    found = []
+    for reading, value, keys in (
+        ("utilization", "utilization_gpu_pct", ("utilization",)),
+        ("memory", "memory_used_bytes", ("memory_v2", "memory_v1")),
+    ):
+        error = next((failed[k] for k in keys if k in failed), None)
+        if values[value] is None and error is not None:
+            found.append((reading, error))
+    return tuple(found)
 
 
 def _pcie_link(calls: NvmlCalls, gpu: NvmlGpu) -> dict[str, int | None]:

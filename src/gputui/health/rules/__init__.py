@@ -37,6 +37,7 @@ from gputui.health.rules.node import (
     rule_driver_cuda,
     rule_gpu_count,
     rule_gpu_lost,
+    rule_no_readings,
     rule_not_responding,
     rule_slow_open,
 )
@@ -52,6 +53,11 @@ from gputui.health.rules.processes import (
 RULES: dict[str, tuple[RuleFn, str]] = {
     "not_responding": (rule_not_responding, "fail: NVML / AMD-SMI or a GPU not answering"),
     "gpu_lost": (rule_gpu_lost, "fail: GPU lost (fallen off the bus)"),
+    "no_readings": (
+        rule_no_readings,
+        "fail: no reading of what a GPU does answered (utilization, memory, processes: errors, "
+        "not 'not supported')",
+    ),
     "gpu_count": (rule_gpu_count, "fail: fewer GPUs than expected (--expect-gpus or Slurm)"),
     "xid": (
         rule_xid,

@@ -70,6 +70,31 @@ def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+def rule_no_readings(ctx: RuleContext) -> Iterable[Finding]:
+    """A GPU none of whose readings of what it is doing answered (utilization, memory, the
+    process list: each failed with an error, or is not supported) is neither healthy nor idle.
+    A reading the GPU does not support is no failure, and one that answered is judged."""
+    for info, s in ctx.live():
+        if not s.unanswered or s.utilization_gpu_pct is not None or s.memory_used_bytes is not None:
+            continue
+        failed = dict(s.unanswered)
+        if "processes" not in failed and ctx.snapshot.processes_on(s.index):
+            continue  # the process list answered: who uses the GPU is known
+        by_error: dict[str, list[str]] = {}
+        for reading, error in s.unanswered:
+            by_error.setdefault(error, []).append(reading)
+        why = "; ".join(f"{', '.join(readings)}: {error}" for error, readings in by_error.items())
+        v = hints.vendor_of(info)
+        yield finding(
+            "no_readings",
+            "fail",
+            f"GPU {s.index}: no reading answered ({why})",
+            f"check {hints.smi(v)} (it may fail too) and the kernel log (dmesg) for GPU errors; "
+            f"drain the node, then reset the GPU ({hints.reset(v, s.index)}) or reboot",
+            s.index,
+        )
+
+
 def rule_gpu_lost(ctx: RuleContext) -> Iterable[Finding]:
     for info, sample in ctx.samples():
         if not sample.lost:
