@@ -252,6 +252,35 @@ def test_record_ends_on_time_and_says_readings_were_missing(tmp_path) -> None:
     assert any(s.stall is not None for s in recording.snapshots)  # the gap, as it was
 
 
+def test_check_replay_of_a_recording_that_ends_with_the_driver_hung_fails(
+    wedged, tmp_path, capsys
+) -> None:
+    """The recording's last readings repeat the values from before the hang, marked as not
+    answered: a replay is judged by that too, not by the stale values alone."""
+    from gputui import cli
+    from gputui.record import Recorder, read_recording
+
+    sampler, gpu = hung_sampler(wedged, after=10_000)
+    path = tmp_path / "hung.jsonl"
+    with Recorder(path, node=sampler.node) as recorder:
+        sampler.add_listener(recorder)
+        for _ in range(2):
+            assert sampler.poll(deadline=0.5).stall is None
+            time.sleep(0.01)
+        gpu.hang_after = gpu.call_count  # from now on every call on GPU 1 blocks
+        for _ in range(2):
+            assert sampler.poll(deadline=0.5).stall is not None
+            time.sleep(0.01)
+    sampler.close()
+    assert read_recording(path).snapshots[-1].stall is not None
+    code = cli.main(["check", "--replay", str(path), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 2 and doc["verdict"] == "failed"
+    (finding,) = [f for f in doc["findings"] if f["rule"] == "not_responding"]
+    assert finding["severity"] == "fail" and finding["active"]
+    assert "NVML not responding for" in finding["message"] and "GPU 1" in finding["message"]
+
+
 def test_snapshot_and_topo_say_the_driver_is_not_answering() -> None:
     for command in ("snapshot", "topo"):
         result = run_fake(command, "--backend", "nvml", hang="1:40")

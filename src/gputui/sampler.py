@@ -320,6 +320,7 @@ class Sampler:
             self._processes = tuple(p for p in self._processes if p.gpu_index not in lost)
         host = self.backend.read_host(now)
         events = tuple(self.backend.read_events(now))
+        recorded = self._recorded(now)
         return Snapshot(
             timestamp=now,
             node=node,
@@ -327,19 +328,25 @@ class Sampler:
             processes=self._processes,
             host=host,
             events=events,
-            usage=self._usage(now, gpus),
+            # A replayed reading the driver did not answer is replayed as not answered.
+            stall=recorded.stall if recorded is not None else None,
+            usage=self._usage(now, gpus, recorded),
         )
 
-    def _usage(self, now: float, gpus: list[GpuSample]) -> Usage | None:
+    def _recorded(self, now: float) -> Snapshot | None:
+        """The recorded reading a replay is at (None for a live backend)."""
+        if self.playback is None:
+            return None
+        recorded = getattr(self.backend, "snapshot_at", None)
+        snapshot = recorded(now) if callable(recorded) else None
+        return snapshot if isinstance(snapshot, Snapshot) else None
+
+    def _usage(self, now: float, gpus: list[GpuSample], recorded: Snapshot | None) -> Usage | None:
         """This reading counted into the session's usage; for a replay, the usage recorded with
         the reading (counting again would start at the replay's start, or go back on a seek)."""
         if self.playback is None:
             return self.usage.update(now, gpus, interval=self.interval)
-        recorded = getattr(self.backend, "snapshot_at", None)
-        if not callable(recorded):
-            return None
-        snapshot = recorded(now)
-        return self.usage.priced(snapshot.usage if isinstance(snapshot, Snapshot) else None)
+        return self.usage.priced(recorded.usage if recorded is not None else None)
 
     def _with_process_error(self, sample: GpuSample) -> GpuSample:
         error = self._process_errors.get(sample.index)
