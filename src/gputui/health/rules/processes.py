@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gputui.format import command_text, fmt_duration
+from gputui.health import hints
 from gputui.health.config import GIB
 from gputui.health.rules.context import RuleContext, finding, gib
 from gputui.model import Finding, ProcessSample, Severity
@@ -16,11 +17,6 @@ IDLE_INFO_AFTER_S = 60.0
 """Idle memory is an ``info`` finding after this long, ``warn`` after ``idle_memory_minutes``."""
 UNEXPLAINED_MEMORY_BYTES = GIB
 """GPU memory in use beyond what the listed processes hold that counts as "in use"."""
-
-HIDDEN_HINT = (
-    "; a process not visible here runs in another container or PID namespace, or /proc hides "
-    "it (hidepid): look on the host as root (nvidia-smi)"
-)
 
 
 def describe_process(p: ProcessSample) -> str:
@@ -54,7 +50,7 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
         if config.require_idle
         else "shared GPU: expect less memory and compute for your work"
     )
-    for _info, s in ctx.live():
+    for info, s in ctx.live():
         procs = [p for p in ctx.snapshot.processes_on(s.index) if p.pid != config.own_pid]
         hidden = [p for p in procs if p.not_visible]
         # A process that exited between the driver's listing and the host lookup is nobody's job.
@@ -81,7 +77,13 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
             parts.append(f"{gib(unexplained)} in use by processes not visible here")
         if parts:
             message = f"GPU {s.index}: " + "; ".join(parts)
-            why = HIDDEN_HINT if hidden else ""
+            smi = hints.smi(hints.vendor_of(info))
+            why = (
+                "; a process not visible here runs in another container or PID namespace, or "
+                f"/proc hides it (hidepid): look on the host as root ({smi})"
+                if hidden
+                else ""
+            )
             yield finding("other_processes", severity, message, hint + why, s.index)
 
 
