@@ -5,9 +5,11 @@ Most tests run the check in-process on a fake clock (instant); one runs the real
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from tests.fakes import kernel_log as klog
@@ -172,6 +174,41 @@ def test_cuda_visible_devices_naming_an_absent_gpu_fails(capsys) -> None:
         "sim:a100-pcie", capsys, environ=env, ignore={"other_processes", "visible_devices"}
     )
     assert data["verdict"] == "healthy"
+
+
+def test_an_amd_node_is_told_amd_smi_commands(monkeypatch, capsys, tmp_path) -> None:
+    """An MI300X with a bad page pending retirement and lifetime ECC errors, and a
+    CUDA_VISIBLE_DEVICES entry naming no GPU: every hint names amd-smi, none nvidia-smi."""
+    from tests.fakes.fake_amdsmi import mi300x_node
+
+    fake = mi300x_node(count=3)
+    fake.gpus[2] = dataclasses.replace(
+        fake.gpus[2], bad_pages=[(0x2000, 4096, 1)], ecc_uncorrectable=2
+    )
+    monkeypatch.setitem(sys.modules, "amdsmi", fake)
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    code, out = run("amd", capsys, environ={"CUDA_VISIBLE_DEVICES": "0,1,2,7"})
+    assert code == 2 and "GPU 2   retired memory pages pending" in out
+    assert "amd-smi reset -G -g 2" in out and "amd-smi bad-pages -g 2" in out
+    assert "amd-smi metric --ecc -g 2" in out and "amd-smi list" in out
+    assert "nvidia-smi" not in out
+
+
+def test_an_nvidia_node_is_told_nvidia_smi_commands(monkeypatch, capsys, tmp_path) -> None:
+    from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+
+    from gputui.backends.nvml import NvmlBackend
+
+    fake = make_fake_nvml([FakeGpu(), FakeGpu(retired_pages_pending=1, remapped_rows=None)])
+    fake.__file__ = "pynvml.py"  # nvidia-ml-py's module, not the old package of that name
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(NvmlBackend, "event_wait_ms", 20)
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    code, out = run("nvml", capsys, environ={"CUDA_VISIBLE_DEVICES": "0,1,7"})
+    assert code == 2 and "GPU 1   retired memory pages pending" in out
+    assert "nvidia-smi -r -i 1" in out and "nvidia-smi -q -d PAGE_RETIREMENT -i 1" in out
+    assert "nvidia-smi -L" in out
+    assert "amd-smi" not in out
 
 
 def test_json_schema(capsys) -> None:

@@ -281,6 +281,14 @@ async def test_enter_opens_process_details(sim_sampler) -> None:
 # -- signals and --readonly -----------------------------------------------------------------------
 
 
+async def choose(pilot, key: str) -> None:
+    """Press ``key`` in the signal dialog once it has been open long enough to be read."""
+    from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S
+
+    await pilot.pause(TYPE_AHEAD_S + 0.05)
+    await pilot.press(key)
+
+
 async def test_readonly_removes_the_signal_binding(sim_sampler) -> None:
     sampler = sim_sampler("dgx-h100", polls=3)
     app = GpuTuiApp(sampler, readonly=True, start_sampler=False)
@@ -314,7 +322,7 @@ async def test_k_confirms_then_signals_off_the_ui_thread(sim_sampler, monkeypatc
         target = app.dashboard.process_table.selected_process
         await pilot.press("k")
         assert isinstance(app.screen, ConfirmSignalScreen)
-        await pilot.press("t")
+        await choose(pilot, "T")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert [(pid, sig) for pid, sig, _ in sent] == [(target.pid, signal.SIGTERM)]
@@ -387,7 +395,8 @@ async def test_the_signal_carries_the_start_time_shown(sim_sampler, monkeypatch)
         await pilot.pause()
         target = app.dashboard.process_table.selected_process
         assert target.start_time is not None
-        await pilot.press("k", "t")
+        await pilot.press("k")
+        await choose(pilot, "T")
         await app.workers.wait_for_complete()
         await pilot.pause()
     assert len(targets) == 1 and isinstance(targets[0], ProcessRef)
@@ -409,7 +418,8 @@ async def test_a_pid_that_changed_hands_is_refused_with_a_reason(sim_sampler, mo
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         target = app.dashboard.process_table.selected_process
-        await pilot.press("k", "k")
+        await pilot.press("k")
+        await choose(pilot, "K")
         await app.workers.wait_for_complete()
         await pilot.pause()
         notes = [n for n in app._notifications if "another process" in n.message]

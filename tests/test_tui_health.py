@@ -286,6 +286,35 @@ async def test_h_opens_the_findings_screen_with_message_and_hint(sim_sampler) ->
         assert app.screen is app.dashboard
 
 
+async def test_an_amd_node_s_findings_name_amd_smi(monkeypatch, tmp_path) -> None:
+    """The findings screen of an MI300X with a bad page pending retirement and lifetime ECC
+    errors (the AMD backend on a fake amdsmi, judged by the real rules): amd-smi, no nvidia-smi."""
+    from tests.fakes.fake_amdsmi import mi300x_node
+
+    from gputui.backends.amd import AmdSmiBackend
+    from gputui.fakeclock import FakeClock
+    from gputui.health import HealthConfig, HealthMonitor
+    from gputui.session import sampler_for
+
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    fake = mi300x_node(count=3)
+    fake.gpus[2] = dataclasses.replace(
+        fake.gpus[2], bad_pages=[(0x2000, 4096, 1)], ecc_uncorrectable=2
+    )
+    backend = AmdSmiBackend(fake)
+    monitor = HealthMonitor(HealthConfig(current_user="me"), env={})
+    sampler = sampler_for(backend, backend.open(), clock=FakeClock(T0), health=monitor)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await show(app, pilot, sampler)
+        await pilot.press("h")
+        assert isinstance(app.screen, FindingsScreen)
+        text = screen_text(app)
+    assert "retired memory pages pending" in text
+    assert "amd-smi reset -G -g 2" in text and "amd-smi bad-pages -g 2" in text
+    assert "nvidia-smi" not in text
+
+
 async def test_findings_screen_without_findings_says_so(sim_sampler) -> None:
     sampler = sim_sampler("dgx-h100", polls=3)
     app = GpuTuiApp(sampler, start_sampler=False)

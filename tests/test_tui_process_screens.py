@@ -9,10 +9,12 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Label, Static
 
+from gputui.fakeclock import FakeClock
 from gputui.format import fmt_bytes
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
-from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
+from gputui.tui.screens import confirm_signal
+from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S, ConfirmSignalScreen
 from gputui.tui.screens.process_detail import ProcessChart, ProcessDetailScreen
 
 GiB = 1024**3
@@ -150,7 +152,19 @@ async def test_detail_closes_on_escape() -> None:
 # --- confirm dialog -----------------------------------------------------------------------------
 
 
-async def confirm_with(*keys: str, click: str | None = None) -> signal.Signals | None:
+@pytest.fixture
+def dialog_clock(monkeypatch) -> FakeClock:
+    """The dialog's clock: it stands still unless a test moves it on."""
+    clock = FakeClock(1000.0)
+    monkeypatch.setattr(confirm_signal, "monotonic", clock)
+    return clock
+
+
+async def confirm_with(
+    clock: FakeClock, *keys: str, click: str | None = None, read: bool = True
+) -> signal.Signals | None:
+    """Open the dialog, let the user read it (``read``: TYPE_AHEAD_S pass), then click and press
+    ``keys``; what it dismissed with."""
     results: list[signal.Signals | None] = []
     app = HostApp()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -160,7 +174,9 @@ async def confirm_with(*keys: str, click: str | None = None) -> signal.Signals |
         shown = text_of(screen.query_one("#confirm-details", Static))
         assert "4242" in shown and "alice" in shown and fmt_bytes(2 * GiB) in shown
         assert "train.py" in shown
-        assert app.focused is screen.query_one("#signal-term", Button)
+        assert app.focused is screen.query_one("#signal-cancel", Button)
+        if read:
+            clock.now += TYPE_AHEAD_S + 0.05
         if click:
             assert await pilot.click(click)
         await pilot.press(*keys)
@@ -173,23 +189,36 @@ async def confirm_with(*keys: str, click: str | None = None) -> signal.Signals |
 @pytest.mark.parametrize(
     ("keys", "expected"),
     [
-        (("t",), signal.SIGTERM),
-        (("k",), signal.SIGKILL),
-        (("i",), signal.SIGINT),
+        (("T",), signal.SIGTERM),
+        (("K",), signal.SIGKILL),
+        (("I",), signal.SIGINT),
         (("escape",), None),
-        (("enter",), signal.SIGTERM),  # the default button
+        (("enter",), None),  # the default button is Cancel
+        (("t", "k", "i", "enter"), None),  # lower-case letters send nothing
+        (("right", "enter"), signal.SIGINT),
+        (("right", "right", "enter"), signal.SIGTERM),
+        (("tab", "tab", "tab", "enter"), signal.SIGKILL),
     ],
 )
-async def test_confirm_keys(keys: tuple[str, ...], expected: signal.Signals | None) -> None:
-    assert await confirm_with(*keys) is expected
+async def test_confirm_keys(
+    dialog_clock: FakeClock, keys: tuple[str, ...], expected: signal.Signals | None
+) -> None:
+    assert await confirm_with(dialog_clock, *keys) is expected
 
 
-async def test_confirm_buttons() -> None:
-    assert await confirm_with(click="#signal-kill") is signal.SIGKILL
-    assert await confirm_with(click="#signal-cancel") is None
+async def test_confirm_buttons(dialog_clock: FakeClock) -> None:
+    assert await confirm_with(dialog_clock, click="#signal-kill") is signal.SIGKILL
+    assert await confirm_with(dialog_clock, click="#signal-cancel") is None
 
 
-async def test_confirm_with_push_screen_wait() -> None:
+async def test_nothing_typed_or_clicked_ahead_chooses_a_signal(dialog_clock: FakeClock) -> None:
+    """Within TYPE_AHEAD_S of opening, K and a click on Kill choose nothing and tab moves to no
+    other button: enter then presses Cancel."""
+    assert await confirm_with(dialog_clock, "K", "tab", "enter", read=False) is None
+    assert await confirm_with(dialog_clock, "escape", click="#signal-kill", read=False) is None
+
+
+async def test_confirm_with_push_screen_wait(dialog_clock: FakeClock) -> None:
     app = HostApp()
     results: list[signal.Signals | None] = []
     async with app.run_test(size=(120, 40)) as pilot:
@@ -199,7 +228,8 @@ async def test_confirm_with_push_screen_wait() -> None:
 
         app.run_worker(ask())
         await pilot.pause()
-        await pilot.press("k")
+        dialog_clock.now += TYPE_AHEAD_S + 0.05
+        await pilot.press("K")
         await app.workers.wait_for_complete()
     assert results == [signal.SIGKILL]
 

@@ -1,5 +1,6 @@
 """k on the dashboard where gputui never signals: host PIDs seen from a container, and rows naming
-PID 1, PID 2 or a kernel thread. Not offered in the footer or the help; k says why."""
+PID 1, PID 2 or a kernel thread. Not offered in the footer or the help; k says why. Where it is
+offered, the dialog k opens sends a signal only on a deliberate second key."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import signal
 
 import pytest
 
+from gputui.fakeclock import FakeClock
 from gputui.model import ProcessSample
 from gputui.tui import permissions
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.messages import SnapshotReady
-from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
+from gputui.tui.screens import confirm_signal
+from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S, ConfirmSignalScreen
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.help import key_rows
+from gputui.tui.screens.topology import TopologyScreen
 from gputui.tui.widgets.footer import KeyFooter
 
 pytestmark = pytest.mark.usefixtures("tui_env")
@@ -117,3 +121,124 @@ async def test_no_signal_for_rows_naming_pid_1_or_a_kernel_thread(sim_sampler, a
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
         assert any("PID 87 is a kernel thread" in n for n in notes(app))
+
+
+# -- the dialog: a signal takes a deliberate second key --------------------------------------
+
+
+@pytest.fixture
+def dialog_clock(monkeypatch) -> FakeClock:
+    """The dialog's clock: it stands still unless a test moves it on."""
+    clock = FakeClock(1000.0)
+    monkeypatch.setattr(confirm_signal, "monotonic", clock)
+    return clock
+
+
+def dialog_app(sim_sampler, sent: list, monkeypatch) -> GpuTuiApp:
+    """The dashboard on a simulated node; what would be sent is recorded in ``sent``."""
+    sampler = sim_sampler("dgx-h100", polls=3)
+    monkeypatch.setattr(sampler, "signal_process", lambda pid, sig: sent.append((pid, sig)))
+    return GpuTuiApp(sampler, start_sampler=False)
+
+
+async def settle(app: GpuTuiApp, pilot) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_k_k_sends_nothing(sim_sampler, allowed, monkeypatch, dialog_clock) -> None:
+    """k opens the dialog; a second k (a double tap, key repeat, or on purpose later) is not
+    Kill: it only says which key is."""
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("k", "k")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmSignalScreen)
+        dialog_clock.now += 5.0
+        await pilot.press("k", "i")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmSignalScreen)
+        assert any("K (upper-case) kills" in n for n in notes(app))
+    assert allowed == []
+
+
+async def test_k_t_sends_nothing_and_opens_no_topology(
+    sim_sampler, allowed, monkeypatch, dialog_clock
+) -> None:
+    """t is Topology on the dashboard and nothing in the dialog: neither a signal nor the
+    topology screen, at once or later."""
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("k", "t")
+        await settle(app, pilot)
+        dialog_clock.now += 5.0
+        await pilot.press("t")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmSignalScreen)
+        assert not any(isinstance(s, TopologyScreen) for s in app.screen_stack)
+    assert allowed == []
+
+
+async def test_upper_case_typed_ahead_chooses_nothing(
+    sim_sampler, allowed, monkeypatch, dialog_clock
+) -> None:
+    """K, T, I or a move to another button typed before the dialog could be read (within
+    TYPE_AHEAD_S of it opening) choose nothing; Cancel stays the default."""
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("k", "K", "T", "I", "tab", "right", "enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, DashboardScreen)  # enter pressed Cancel
+    assert allowed == []
+
+
+async def test_k_then_upper_k_after_a_pause_kills_the_selected_pid(
+    sim_sampler, allowed, monkeypatch
+) -> None:
+    """On the real clock: k, a pause longer than TYPE_AHEAD_S, then K sends SIGKILL to the
+    process under the cursor."""
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        target = app.dashboard.process_table.selected_process
+        await pilot.press("k")
+        await pilot.pause(TYPE_AHEAD_S + 0.1)
+        assert allowed == []
+        await pilot.press("K")
+        await settle(app, pilot)
+        assert isinstance(app.screen, DashboardScreen)
+    assert allowed == [(target.pid, signal.SIGKILL)]
+
+
+@pytest.mark.parametrize("key", ["enter", "escape"])
+async def test_k_then_enter_or_escape_cancels(
+    sim_sampler, allowed, monkeypatch, dialog_clock, key
+) -> None:
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("k")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmSignalScreen)
+        assert app.focused is dialog.query_one("#signal-cancel")
+        await pilot.press(key)
+        await settle(app, pilot)
+        assert isinstance(app.screen, DashboardScreen)
+    assert allowed == []
+
+
+async def test_the_dialog_says_which_keys_do_what(sim_sampler, allowed, monkeypatch) -> None:
+    app = dialog_app(sim_sampler, allowed, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("k")
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+    assert "Keys (upper-case letters; lower-case ones send nothing)" in text
+    assert "T terminate (SIGTERM" in text and "K kill (SIGKILL" in text
+    assert "I interrupt (SIGINT" in text and "esc cancel" in text
+    assert "Kill (K)" in text and "Cancel (Esc)" in text

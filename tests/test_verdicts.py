@@ -4,6 +4,7 @@ never dropped from a GPU panel for lack of room."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from tests.test_health import GIB, info, proc, run, sample, snap
 
 from gputui import cli
-from gputui.health import HealthConfig, HealthMonitor
+from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext
 from gputui.host import ProcessEnricher
 from gputui.model import Finding, GpuEvent, LinkSample, ProcessSample
 from gputui.pidns import proc_hides_processes
@@ -149,6 +150,84 @@ def test_hints_on_an_amd_node_name_amd_smi_never_nvidia_smi() -> None:
     # a GPU whose driver stopped answering is not one that fell off the bus
     assert "fell off" not in by_rule["not_responding"].message
     assert "driver not loaded" in by_rule["not_responding"].message
+
+
+def test_memory_hints_name_each_vendors_own_tool() -> None:
+    """Pending retired pages and lifetime ECC errors on GPU 2: an MI300X is told amd-smi's
+    commands (reset, bad pages, ECC counts), a page-retiring V100 nvidia-smi's."""
+    worn = sample(
+        2,
+        retired_pages_pending=True,
+        ecc_aggregate_uncorrected=5,
+        remapped_rows_pending=None,
+        remapped_rows_failure=None,
+    )
+    amd = snap((worn,), (_mi300x(index=2),))
+    (pages,) = run("retired_pages", amd)
+    (ecc,) = run("ecc_aggregate", amd)
+    assert "amd-smi reset -G -g 2" in pages.hint and "amd-smi bad-pages -g 2" in pages.hint
+    assert "amd-smi metric --ecc -g 2" in ecc.hint and "amd-smi bad-pages -g 2" in ecc.hint
+    assert "nvidia" not in pages.hint + ecc.hint
+    nvidia = snap((worn,), (info(2, name="Tesla V100-SXM2-32GB"),))
+    (pages,) = run("retired_pages", nvidia)
+    (ecc,) = run("ecc_aggregate", nvidia)
+    assert "nvidia-smi -r -i 2" in pages.hint
+    assert "nvidia-smi -q -d PAGE_RETIREMENT -i 2" in pages.hint
+    assert "nvidia-smi -q -d ECC -i 2" in ecc.hint
+    assert "amd-smi" not in pages.hint + ecc.hint
+
+
+NVIDIA_ONLY_RULES = frozenset(
+    {"xid", "nvlink_fabric", "nvlink_unused", "persistence_mode", "driver_cuda"}
+)
+"""Rules only NVIDIA readings trigger: XIDs, the NVSwitch fabric, links NVML reports inactive,
+persistence mode and the CUDA driver API."""
+
+
+def test_every_rule_on_an_amd_node_names_amd_smi_never_nvidia_smi() -> None:
+    """Every rule that can fire on an AMD node fires on this one (eight MI300X, each with its
+    faults), and no hint names an NVIDIA tool."""
+    healthy: dict[str, Any] = dict(
+        power_limit_w=750.0, remapped_rows_pending=None, remapped_rows_failure=None
+    )
+    faults: list[dict[str, Any]] = [
+        dict(lost=True, error="GPU is lost (fell off the bus)"),
+        dict(error="AMD-SMI: driver not loaded"),
+        dict(ecc_volatile_uncorrected=3, ecc_aggregate_uncorrected=5, retired_pages_pending=True),
+        dict(power_limit_w=500.0, links=(LinkSample(link=0, up=False),)),
+        dict(throttle_reasons=frozenset({"hw_slowdown"})),
+        dict(temperature_hotspot_c=114.0, pcie_gen=3, utilization_gpu_pct=90.0),
+        dict(process_list_incomplete=True, memory_used_bytes=10 * GIB, utilization_gpu_pct=0.0),
+        dict(remapped_rows_pending=True),
+    ]
+    samples = tuple(sample(i, **(healthy | fault)) for i, fault in enumerate(faults))
+    infos = tuple(
+        _mi300x(index=i, ecc_enabled=i != 4, persistence_mode=None, power_default_limit_w=750.0)
+        for i in range(len(faults))
+    )
+    events = (
+        GpuEvent(T_EVENT, "ecc_double_bit", gpu_index=2),
+        GpuEvent(T_EVENT, "ras_poison", gpu_index=5, message="poison consumed"),
+    )
+    s = snap(samples, infos, processes=(proc(4242, gpu=6, user="bob"),), events=events)
+    s = dataclasses.replace(
+        s, node=dataclasses.replace(s.node, backend="amd", runtime_version="6.2", open_seconds=5.0)
+    )
+    ctx = RuleContext(
+        snapshot=s,
+        config=HealthConfig(current_user="me"),
+        expected_gpus=9,
+        events=events,
+        idle_since={(4242, 6): T_EVENT - 3600},
+        platform="linux",
+    )
+    findings = [f for fn, _ in RULES.values() for f in fn(ctx)]
+    assert {f.rule for f in findings} == set(RULES) - NVIDIA_ONLY_RULES
+    for f in findings:
+        assert "nvidia-smi" not in f.hint, (f.rule, f.hint)
+    by_key = {f.key: f for f in findings}
+    assert "amd-smi bad-pages -g 2" in by_key["retired_pages:2"].hint
+    assert "amd-smi metric" in by_key["gpu_event:5:ras_poison"].hint
 
 
 T_EVENT = 1_700_000_000.0

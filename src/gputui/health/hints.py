@@ -31,6 +31,25 @@ def query(vendor: Vendor) -> str:
     return "amd-smi metric" if vendor == "amd" else "nvidia-smi -q"
 
 
+def list_gpus(vendor: Vendor) -> str:
+    """The GPUs the driver sees."""
+    return "amd-smi list" if vendor == "amd" else "nvidia-smi -L"
+
+
+def ecc_counts(vendor: Vendor, index: int) -> str:
+    """A GPU's ECC error counts."""
+    if vendor == "amd":
+        return f"amd-smi metric --ecc -g {index}"
+    return f"nvidia-smi -q -d ECC -i {index}"
+
+
+def retired_pages(vendor: Vendor, index: int) -> str:
+    """A GPU's retired (AMD: bad) memory pages, those pending included."""
+    if vendor == "amd":
+        return f"amd-smi bad-pages -g {index}"
+    return f"nvidia-smi -q -d PAGE_RETIREMENT -i {index}"
+
+
 def set_power_limit(vendor: Vendor, index: int, watts: float) -> str:
     if vendor == "amd":
         return f"amd-smi set -g {index} -o {watts:.0f}"
@@ -49,9 +68,12 @@ def driver_module(vendor: Vendor) -> str:
 
 __all__ = [
     "driver_module",
+    "ecc_counts",
     "enable_ecc",
+    "list_gpus",
     "query",
     "reset",
+    "retired_pages",
     "set_power_limit",
     "smi",
     "vendor_of",

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from gputui.codec import encode
 from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
 from gputui.format import fmt_bytes_pair, fmt_pct
+from gputui.health import hints
 from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
 from gputui.health.rules import RULES
 from gputui.mig import describe_processes, finding_instances, mig_profile, mig_views
@@ -217,8 +218,9 @@ def evaluate(
                 rule="visible_devices",
                 severity="fail",
                 message=f"CUDA_VISIBLE_DEVICES names {token}, which this node does not list",
-                hint="the GPU may have fallen off the bus (check `nvidia-smi -L` and the kernel "
-                "log), or the variable is stale",
+                hint="the GPU may have fallen off the bus (check "
+                f"`{hints.list_gpus(hints.vendor_of(None, node))}` and the kernel log), or the "
+                "variable is stale",
                 key=f"visible_devices:{token}",
                 first_seen=snapshot.timestamp,
                 last_seen=snapshot.timestamp,

@@ -130,15 +130,16 @@ def rule_gpu_event(ctx: RuleContext) -> Iterable[Finding]:
     for key, group in _grouped(ctx.events, accept).items():
         first = group[0]
         known = _EVENT_KINDS.get(first.kind)
+        node = ctx.snapshot.node
+        v = hints.vendor_of(None if first.gpu_index is None else node.gpu(first.gpu_index), node)
         severity, words, hint = known or (
             "warn",
             first.kind.replace("_", " "),
-            "check the kernel log and the vendor tool's report (nvidia-smi -q / amd-smi metric)",
+            f"check the kernel log and the vendor tool's report ({hints.query(v)})",
         )
         where = "" if first.gpu_index is None else f"GPU {first.gpu_index}: "
         detail = f" ({group[-1].message})" if group[-1].message and known is None else ""
         if first.gpu_index is not None and "reset the GPU" in hint:
-            v = hints.vendor_of(ctx.snapshot.node.gpu(first.gpu_index), ctx.snapshot.node)
             command = hints.reset(v, first.gpu_index)
             hint = hint.replace("reset the GPU", f"reset the GPU ({command})")
         yield _event_finding("gpu_event", key, severity, where + words + detail, hint, group)

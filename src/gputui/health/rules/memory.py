@@ -48,7 +48,7 @@ def remaps_rows(s: GpuSample) -> bool:
 
 
 def rule_ecc_aggregate(ctx: RuleContext) -> Iterable[Finding]:
-    for _info, s in ctx.live():
+    for info, s in ctx.live():
         count = s.ecc_aggregate_uncorrected
         if not count:
             continue
@@ -65,24 +65,27 @@ def rule_ecc_aggregate(ctx: RuleContext) -> Iterable[Finding]:
                 s.index,
             )
             continue
+        v = hints.vendor_of(info)
         yield finding(
             "ecc_aggregate",
             "warn",
             message,
-            "watch the count; if it grows, check the retired pages and plan an RMA",
+            f"watch the count ({hints.ecc_counts(v, s.index)}); if it grows, check the retired "
+            f"pages ({hints.retired_pages(v, s.index)}) and plan an RMA",
             s.index,
         )
 
 
 def rule_retired_pages(ctx: RuleContext) -> Iterable[Finding]:
-    for _info, s in ctx.live():
+    for info, s in ctx.live():
         if s.retired_pages_pending:
+            v = hints.vendor_of(info)
             yield finding(
                 "retired_pages",
                 "fail",
                 f"GPU {s.index}: retired memory pages pending",
-                f"reset the GPU ({hints.reset('nvidia', s.index)}) or reboot so the page "
-                "retirement takes effect",
+                f"reset the GPU ({hints.reset(v, s.index)}) or reboot so the page retirement "
+                f"takes effect; {hints.retired_pages(v, s.index)} lists the pages",
                 s.index,
             )
 

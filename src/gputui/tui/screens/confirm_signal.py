@@ -1,12 +1,19 @@
-"""Ask before signalling a process: Interrupt, Terminate (the default), Kill or Cancel."""
+"""Ask before signalling a process. A signal takes a deliberate second step, which neither a habit
+key nor a double tap gives: an upper-case T (terminate), K (kill) or I (interrupt), or a move to
+that button (tab, ← →) and enter. Cancel is the default button, so enter and esc cancel.
+Lower-case t, k and i choose nothing (k opened the dialog, t is Topology elsewhere): they say
+which key would. Keys that arrive within :data:`TYPE_AHEAD_S` of the dialog opening were typed
+before it could be read (key repeat, a double tap): they neither choose a signal nor move to
+another button."""
 
 from __future__ import annotations
 
 import signal
+from time import monotonic
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -16,10 +23,36 @@ from textual.widgets import Button, Label, Static
 from gputui.format import NA, command_text, fmt_bytes, sanitize
 from gputui.model import ProcessSample
 
+TYPE_AHEAD_S = 0.3
+"""Keys this soon after the dialog opens choose no signal (only esc, and enter on Cancel, act)."""
+
 _BUTTON_SIGNALS: dict[str, signal.Signals] = {
     "signal-int": signal.SIGINT,
     "signal-term": signal.SIGTERM,
     "signal-kill": signal.SIGKILL,
+}
+
+_KEYS: tuple[tuple[tuple[str, str], ...], ...] = (
+    (("T", "terminate (SIGTERM)"), ("K", "kill (SIGKILL)"), ("I", "interrupt (SIGINT)")),
+    (("esc", "cancel"), ("tab ← →", "pick a button"), ("enter", "press it")),
+)
+"""The legend, line by line: upper-case letters send a signal, lower-case ones do not."""
+
+
+def keys_text() -> Text:
+    text = Text("Keys (upper-case letters; lower-case ones send nothing):")
+    for line in _KEYS:
+        text.append("\n")
+        for key, words in line:
+            text.append(f"  {key} ", style="bold")
+            text.append(words)
+    return text
+
+
+_NUDGES = {
+    "t": "T (upper-case) terminates",
+    "k": "K (upper-case) kills",
+    "i": "I (upper-case) interrupts",
 }
 
 
@@ -34,6 +67,8 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
         width: 72;
         max-width: 100%;
         height: auto;
+        max-height: 100%;
+        overflow-y: auto;
         border: thick $warning 60%;
         background: $surface;
         padding: 1 2;
@@ -42,12 +77,13 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
         text-style: bold;
         margin-bottom: 1;
     }
-    ConfirmSignalScreen #confirm-details {
+    ConfirmSignalScreen #confirm-details, ConfirmSignalScreen #confirm-keys {
         margin-bottom: 1;
     }
     ConfirmSignalScreen #confirm-buttons {
         height: auto;
         align-horizontal: center;
+        overflow-x: auto;
     }
     ConfirmSignalScreen #confirm-buttons Button {
         margin: 0 1;
@@ -56,10 +92,15 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("i", "send('SIGINT')", "Interrupt", id="confirm_signal.interrupt"),
-        Binding("t", "send('SIGTERM')", "Terminate", id="confirm_signal.terminate"),
-        Binding("k", "send('SIGKILL')", "Kill", id="confirm_signal.kill"),
+        Binding("T", "send('SIGTERM')", "Terminate", id="confirm_signal.terminate"),
+        Binding("K", "send('SIGKILL')", "Kill", id="confirm_signal.kill"),
+        Binding("I", "send('SIGINT')", "Interrupt", id="confirm_signal.interrupt"),
         Binding("escape", "cancel", "Cancel", id="confirm_signal.cancel"),
+        Binding("left", "app.focus_previous", "Previous button", show=False),
+        Binding("right", "app.focus_next", "Next button", show=False),
+        Binding("t", "nudge('t')", show=False),
+        Binding("k", "nudge('k')", show=False),
+        Binding("i", "nudge('i')", show=False),
     ]
 
     def __init__(
@@ -72,6 +113,7 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.process = process
+        self._opened_at = monotonic()
 
     def compose(self) -> ComposeResult:
         proc = self.process
@@ -88,25 +130,50 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
         with Vertical(id="confirm-dialog"):
             yield Label(f"Send a signal to PID {proc.pid}?", id="confirm-title")
             yield Static(details, id="confirm-details")
-            with Horizontal(id="confirm-buttons"):
-                yield Button("Interrupt (i)", id="signal-int")
-                yield Button("Terminate (t)", id="signal-term", variant="warning")
-                yield Button("Kill (k)", id="signal-kill", variant="error")
-                yield Button("Cancel (esc)", id="signal-cancel")
+            yield Static(keys_text(), id="confirm-keys")
+            with Horizontal(id="confirm-buttons"):  # the default first, Kill last
+                yield Button("Cancel (Esc)", id="signal-cancel", variant="primary")
+                yield Button("Interrupt (I)", id="signal-int")
+                yield Button("Terminate (T)", id="signal-term", variant="warning")
+                yield Button("Kill (K)", id="signal-kill", variant="error")
 
     def on_mount(self) -> None:
-        self.query_one("#signal-term", Button).focus()
+        self._opened_at = monotonic()
+        self.query_one("#signal-cancel", Button).focus()
+
+    def typed_ahead(self) -> bool:
+        """A key now was typed before the dialog could be read."""
+        return monotonic() - self._opened_at < TYPE_AHEAD_S
+
+    def on_key(self, event: events.Key) -> None:
+        # Runs before any binding: keys typed ahead move to no other button (esc and enter, on
+        # Cancel then, go on to cancel).
+        if self.typed_ahead() and event.key not in ("escape", "enter"):
+            event.stop()
+            event.prevent_default()
 
     @on(Button.Pressed)
     def _button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(_BUTTON_SIGNALS.get(event.button.id or ""))
+        sig = _BUTTON_SIGNALS.get(event.button.id or "")
+        if sig is None:
+            self.dismiss(None)
+        else:
+            self._choose(sig)
 
     def action_send(self, name: str) -> None:
-        self.dismiss(signal.Signals[name])
+        self._choose(signal.Signals[name])
+
+    def _choose(self, sig: signal.Signals) -> None:
+        if not self.typed_ahead():
+            self.dismiss(sig)
+
+    def action_nudge(self, key: str) -> None:
+        """Lower-case t, k, i: no signal, only which key would send one."""
+        self.notify(f"{_NUDGES[key]}; esc cancels", title="no signal sent", timeout=3)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
 
 
-__all__ = ["ConfirmSignalScreen"]
+__all__ = ["TYPE_AHEAD_S", "ConfirmSignalScreen"]
