@@ -185,7 +185,7 @@ persistence mode and the CUDA driver API."""
 
 
 def test_every_rule_on_an_amd_node_names_amd_smi_never_nvidia_smi() -> None:
-    """Every rule that can fire on an AMD node fires on this one (eight MI300X, each with its
+    """Every rule that can fire on an AMD node fires on this one (nine MI300X, each with its
     faults), and no hint names an NVIDIA tool."""
     healthy: dict[str, Any] = dict(
         power_limit_w=750.0, remapped_rows_pending=None, remapped_rows_failure=None
@@ -199,6 +199,11 @@ def test_every_rule_on_an_amd_node_names_amd_smi_never_nvidia_smi() -> None:
         dict(temperature_hotspot_c=114.0, pcie_gen=3, utilization_gpu_pct=90.0),
         dict(process_list_incomplete=True, memory_used_bytes=10 * GIB, utilization_gpu_pct=0.0),
         dict(remapped_rows_pending=True),
+        dict(
+            utilization_gpu_pct=None,
+            memory_used_bytes=None,
+            unanswered=(("utilization", "Unknown Error"), ("memory", "Unknown Error")),
+        ),
     ]
     samples = tuple(sample(i, **(healthy | fault)) for i, fault in enumerate(faults))
     infos = tuple(
@@ -216,7 +221,7 @@ def test_every_rule_on_an_amd_node_names_amd_smi_never_nvidia_smi() -> None:
     ctx = RuleContext(
         snapshot=s,
         config=HealthConfig(current_user="me"),
-        expected_gpus=9,
+        expected_gpus=10,
         events=events,
         idle_since={(4242, 6): T_EVENT - 3600},
         platform="linux",
