@@ -61,6 +61,7 @@ from gputui.export.dcgm import (
     DCGM_XID,
     DEFAULT_TOP_PROCESSES,
     dcgm_labels,
+    label_value,
 )
 from gputui.health.rollup import gpu_severity, worst
 from gputui.mig import has_mig, mig_views
@@ -77,7 +78,8 @@ from gputui.workload import WorkloadUsage, short_container, usage_by, workload_o
 
 
 class _Families:
-    """Families by name, created on first sample, yielded in creation order (empty ones never)."""
+    """Families by name, created on first sample, yielded in creation order (empty ones never).
+    Every label value goes through :func:`~gputui.export.dcgm.label_value` on its way in."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, Metric] = {}
@@ -89,21 +91,21 @@ class _Families:
         if family is None:
             family = self._gauges[name] = GaugeMetricFamily(name, doc, labels=list(labels))
             self._by_name[name] = family
-        family.add_metric(list(labels.values()), value)
+        family.add_metric([label_value(v) for v in labels.values()], value)
 
     def counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
         family = self._counters.get(name)
         if family is None:
             family = self._counters[name] = CounterMetricFamily(name, doc, labels=list(labels))
             self._by_name[name] = family
-        family.add_metric(list(labels.values()), value)
+        family.add_metric([label_value(v) for v in labels.values()], value)
 
     def bare_counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
         """A counter whose sample keeps ``name`` as is (DCGM style, no ``_total`` added)."""
         family = self._by_name.get(name)
         if family is None:
             family = self._by_name[name] = Metric(name, doc, "counter")
-        family.add_sample(name, labels, value)
+        family.add_sample(name, {k: label_value(v) for k, v in labels.items()}, value)
 
     def __iter__(self) -> Iterator[Metric]:
         return iter(self._by_name.values())
@@ -137,7 +139,8 @@ class GpuCollector(Collector):
             labels=["version", "backend", "driver"],
         )
         if node is not None:
-            info.add_metric([__version__, node.backend, node.driver_version or ""], 1)
+            values = [__version__, node.backend, node.driver_version or ""]
+            info.add_metric([label_value(v) for v in values], 1)
         yield info
         if snapshot is None:
             return
