@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 
@@ -87,19 +88,66 @@ def attributing_enricher(tmp_path, cgroup: str, scontrol=None) -> ProcessEnriche
     return ProcessEnricher(host_pids=True, attribution=reader, slurm=SlurmJobs(scontrol))
 
 
-def test_enrich_attributes_the_slurm_job_and_adds_its_name_when_scontrol_answers(tmp_path) -> None:
+def fake_scontrol(tmp_path, user_id: str) -> str:
+    """An ``scontrol`` that says every job is ``sft`` of ``user_id`` (``name(uid)``)."""
     script = tmp_path / "scontrol"
-    script.write_text('#!/bin/sh\necho "JobId=$4 JobName=sft UserId=alice(1000) GroupId=x"\n')
+    script.write_text(f'#!/bin/sh\necho "JobId=$4 JobName=sft UserId={user_id} GroupId=x"\n')
     script.chmod(0o755)
-    enricher = attributing_enricher(tmp_path, JOB_CGROUP, str(script))
+    return str(script)
+
+
+def me() -> str:
+    """This test's own user as scontrol writes it: ``name(uid)``."""
+    return f"{pwd.getpwuid(os.getuid()).pw_name}({os.getuid()})"
+
+
+def test_enrich_attributes_the_slurm_job_and_adds_its_name_when_scontrol_answers(tmp_path) -> None:
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP, fake_scontrol(tmp_path, me()))
     row = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
     (first,) = enricher.enrich([row])
     assert (first.slurm_job_id, first.slurm_step) == ("4242", "0")
     assert first.slurm_job_name is None  # the lookup runs in the background
     assert enricher.slurm.wait_idle(10)
     (second,) = enricher.enrich([row])
-    assert (second.slurm_job_name, second.slurm_job_user) == ("sft", "alice")
+    assert (second.slurm_job_name, second.slurm_job_user) == ("sft", me().split("(")[0])
     assert second.name == psutil.Process().name()  # the host facts are still filled
+
+
+def test_a_job_owned_by_another_user_is_no_attribution(tmp_path) -> None:
+    """scontrol says job 4242 belongs to somebody else than the process's owner: the process is
+    not counted as that job's (no id, step, name or user), once the answer is in."""
+    other = "nobody(65534)" if os.getuid() != 65534 else "root(0)"
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP, fake_scontrol(tmp_path, other))
+    row = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
+    enricher.enrich([row])
+    assert enricher.slurm.wait_idle(10)
+    (out,) = enricher.enrich([row])
+    assert (out.slurm_job_id, out.slurm_step, out.slurm_job_name, out.slurm_job_user) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert out.name == psutil.Process().name()
+
+
+def test_the_owner_decides_about_a_rootless_container(tmp_path) -> None:
+    """A container under the owner's own user@UID.service is its rootless container; under
+    another user's subtree it is nothing (the enricher passes the process's user id on)."""
+    uid, cid = os.getuid(), "ab" * 32
+
+    def scope(owner: int) -> str:
+        tree = f"/user.slice/user-{owner}.slice/user@{owner}.service"
+        return f"0::{tree}/user.slice/libpod-{cid}.scope/container\n"
+
+    (mine,) = attributing_enricher(tmp_path / "a", scope(uid)).enrich(
+        [ProcessSample(pid=os.getpid(), gpu_index=0)]
+    )
+    assert (mine.container_id, mine.container_runtime) == (cid, "rootless podman")
+    (theirs,) = attributing_enricher(tmp_path / "b", scope(uid + 1)).enrich(
+        [ProcessSample(pid=os.getpid(), gpu_index=0)]
+    )
+    assert theirs.container_id is None and theirs.container_runtime is None
 
 
 def test_enrich_reads_the_cgroup_once_per_process(tmp_path) -> None:
