@@ -9,12 +9,15 @@ import json
 import os
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputui.attribution import Attribution, AttributionReader, parse_cgroup
-from gputui.model import ProcessSample
+from gputui.fakeclock import fake_clock_sampler
+from gputui.model import MAX_NAME_CHARS, ProcessSample
+from gputui.report import render_snapshot
 from gputui.slurmjobs import SlurmJobs, parse_show_job
 from gputui.workload import (
     attribution_rows,
@@ -599,3 +602,38 @@ def test_a_rootless_container_never_adds_to_a_system_containers_usage() -> None:
     summed = {(r.workload.label, r.gpu_memory_bytes, r.processes) for r in rows}
     assert summed == {("ctr vllm", 10, 1), (f"ctr {CID[:12]}", 5, 1)}
     assert ("Container", f"{CID[:12]} (rootless docker)") in attribution_rows(rootless)
+
+
+def test_names_from_outside_are_bounded(tree: Path) -> None:
+    """Container, pod and job names are whatever their users chose, megabytes included: each
+    enters the model as at most MAX_NAME_CHARS characters."""
+    long = "n" * 100_000
+    write(
+        tree / "docker" / "containers" / CID2 / "config.v2.json",
+        json.dumps({"ID": CID2, "Name": "/" + long, "Config": {"Labels": {}}}),
+    )
+    write(
+        tree / "kubelet" / "pods" / POD / "etc-hosts",
+        f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n10.0.0.1\t{long}\n",
+    )
+    write(tree / "tasks" / "k8s.io" / CID / "config.json", "{}")
+    reader = reader_for(tree)
+    assert reader.read(300).container_name == long[:MAX_NAME_CHARS]
+    assert reader.read(200).k8s_pod_name == long[:MAX_NAME_CHARS]
+    job = parse_show_job("7", f"JobId=7 JobName={long} UserId={long}(5) GroupId=x\n")
+    assert job is not None and (job.name, job.user) == (long[:MAX_NAME_CHARS],) * 2
+
+
+def test_snapshot_text_clips_the_job_pod_column() -> None:
+    """The text report pads its columns to their longest cell: a job name of megabytes made
+    every row that wide. The JOB / POD cell is clipped as the dashboard clips it."""
+    sampler = fake_clock_sampler("dgx-h100", polls=2)
+    snap = sampler.latest
+    name = "j" * 1_000_000
+    procs = [replace(p, slurm_job_name=name) if p.slurm_job_id else p for p in snap.processes]
+    assert sum(1 for p in procs if p.slurm_job_id) > 1
+    text = render_snapshot(replace(snap, processes=tuple(procs)))
+    assert len(text) < 20_000
+    rows = [line for line in text.splitlines() if " job 4242 " in line]
+    assert rows and all(f"job 4242 {'j' * 10}" in line and "… " in line for line in rows)
+    assert len({line.index("…") for line in rows}) == 1  # one column, one width

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
 from tests.test_pidns import OTHER_NS_INODE, fake_proc, stat_line
 
 from gputui.host import ProcessEnricher, container_id_of, read_host
-from gputui.model import ProcessSample
+from gputui.model import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ProcessSample
 from gputui.pidns import PROC_PID_INIT_INO, detect_pid_namespace
-from gputui.procstat import PF_KTHREAD
+from gputui.procstat import CMDLINE_CUT, PF_KTHREAD
 
 
 def test_read_host_reports_this_machine() -> None:
@@ -222,3 +224,55 @@ def test_kthreadd_is_marked_for_real() -> None:
         pytest.skip("no kthreadd in this PID namespace")
     (out,) = ProcessEnricher().enrich([ProcessSample(pid=2, gpu_index=0)])
     assert out.kernel_thread and out.name == "kthreadd" and out.command is None
+
+
+# -- what any user can make huge -------------------------------------------------------------------
+
+
+def _started(pid: int, marker: bytes) -> None:
+    """Wait until ``pid`` has exec'd (its command line holds ``marker``)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read(4096):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} did not start")
+
+
+def test_a_huge_command_line_is_read_up_to_the_bound() -> None:
+    """Any user can start a process whose argv is megabytes: its command is read up to
+    MAX_COMMAND_CHARS bytes, and says it was cut."""
+    code = "import time; time.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", code, *(["x" * 100_000] * 10)])
+    try:
+        _started(child.pid, code.encode())
+        (row,) = ProcessEnricher(host_pids=True).enrich([ProcessSample(pid=child.pid, gpu_index=0)])
+    finally:
+        child.kill()
+        child.wait()
+    assert row.command is not None and row.command.startswith(f"{sys.executable} -c {code} xxx")
+    assert row.command.endswith(CMDLINE_CUT)
+    assert len(row.command) == MAX_COMMAND_CHARS + len(CMDLINE_CUT)
+
+
+def test_a_huge_process_name_is_bounded(tmp_path) -> None:
+    """A name of 15 characters or more is completed from argv[0], which its user chooses (up to
+    128 KiB): at most MAX_NAME_CHARS of it are kept."""
+    sleep = shutil.which("sleep")
+    if sleep is None:
+        pytest.skip("no sleep binary")
+    program = tmp_path / ("s" * 20)
+    program.symlink_to(sleep)
+    child = subprocess.Popen(["s" * 20 + "x" * 100_000, "60"], executable=str(program))
+    try:
+        _started(child.pid, b"sssss")
+        assert len(psutil.Process(child.pid).name()) > MAX_NAME_CHARS  # what psutil says
+        (row,) = ProcessEnricher(host_pids=True).enrich([ProcessSample(pid=child.pid, gpu_index=0)])
+    finally:
+        child.kill()
+        child.wait()
+    assert row.name == ("s" * 20 + "x" * 100_000)[:MAX_NAME_CHARS]

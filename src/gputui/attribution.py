@@ -51,6 +51,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.model import MAX_NAME_CHARS
+
 MAX_STATE_BYTES = 4 << 20
 """An engine state file larger than this is not read (a real one is a few tens of kB)."""
 MAX_CACHED = 4096
@@ -376,13 +378,14 @@ class AttributionReader:
         data = self._json(os.path.join(self.roots.docker, "containers", cid, "config.v2.json"))
         if not isinstance(data, dict):
             return None
-        name = _text(data.get("Name"))
+        raw = data.get("Name")
+        name = _text(raw.lstrip("/") if isinstance(raw, str) else None)
         config = data.get("Config")
         labels = config.get("Labels") if isinstance(config, dict) else None
         labels = labels if isinstance(labels, dict) else {}
         k8s_container = _text(labels.get("io.kubernetes.container.name"))
         return _ContainerFacts(
-            name=k8s_container or (name.lstrip("/") if name else None),
+            name=k8s_container or name,
             pod_name=_text(labels.get("io.kubernetes.pod.name")),
             namespace=_text(labels.get("io.kubernetes.pod.namespace")),
             pod_uid=_text(labels.get("io.kubernetes.pod.uid")),
@@ -443,7 +446,7 @@ class AttributionReader:
                     if isinstance(entry, dict) and isinstance(entry.get("id"), str):
                         names = entry.get("names")
                         if isinstance(names, list) and names and isinstance(names[0], str):
-                            self._podman_names[entry["id"]] = names[0]
+                            self._podman_names[entry["id"]] = names[0][:MAX_NAME_CHARS]
         name = self._podman_names.get(cid)
         if name is None:
             self._podman_names = None  # a container started since: read the list again next time
@@ -479,18 +482,19 @@ class AttributionReader:
         if not entries or len(entries[-1]) < 2:
             return _PodFacts()
         last = entries[-1]
-        name = last[-1]
+        name = last[-1][:MAX_NAME_CHARS]
         namespace = None
         for word in last[1:-1]:
             parts = word.split(".")
             if len(parts) >= 4 and parts[0] == name and parts[3] == "svc":
-                namespace = parts[2]
+                namespace = parts[2][:MAX_NAME_CHARS]
         return _PodFacts(name=name, namespace=namespace)
 
 
 def _text(value: object) -> str | None:
+    """A name from an engine's state: stripped, at most :data:`MAX_NAME_CHARS` characters."""
     if isinstance(value, str) and value.strip():
-        return value.strip()
+        return value.strip()[:MAX_NAME_CHARS]
     return None
 
 

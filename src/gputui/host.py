@@ -22,9 +22,9 @@ from typing import TypeVar
 import psutil
 
 from gputui.attribution import Attribution, AttributionReader, parse_cgroup
-from gputui.model import HostSample, PidNamespace, ProcessSample
+from gputui.model import MAX_NAME_CHARS, HostSample, PidNamespace, ProcessSample
 from gputui.pidns import detect_pid_namespace
-from gputui.procstat import is_kernel_thread
+from gputui.procstat import is_kernel_thread, read_cmdline
 from gputui.slurmjobs import SlurmJobs
 
 T = TypeVar("T")
@@ -203,14 +203,14 @@ class ProcessEnricher:
                 start = process.create_time()
                 user = _safe(process.username)
                 uids = _safe(process.uids)
-                cmdline = _safe(process.cmdline)
             process.cpu_percent(None)  # prime: the next call measures from here
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             self._gone.add(pid)
             return None
         except psutil.AccessDenied:
             return None
-        command = " ".join(cmdline) if cmdline else None
+        command = read_cmdline(pid, self.proc_root)  # bounded: any user can make it megabytes
+        name, user = name[:MAX_NAME_CHARS], user and user[:MAX_NAME_CHARS]
         kthread = bool(is_kernel_thread(pid, self.proc_root))
         uid = None if uids is None else uids.real
         attribution = self.attribution.read(pid, owner_uid=uid)

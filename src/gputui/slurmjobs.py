@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gputui.model import MAX_NAME_CHARS
+
 TIMEOUT_S = 5.0
 """How long one ``scontrol`` may take."""
 RETRY_S = 300.0
@@ -58,8 +60,8 @@ def parse_show_job(job_id: str, text: str) -> SlurmJob | None:
             continue
         name = _NAME.search(line)
         user = _USER.search(line)
-        job_name = name.group(1).strip() if name else None
-        job_user = user.group(1) if user else None
+        job_name = name.group(1).strip()[:MAX_NAME_CHARS] if name else None
+        job_user = user.group(1)[:MAX_NAME_CHARS] if user else None
         uid = int(user.group(2)) if user and user.group(2) else None
         if job_name or job_user:
             return SlurmJob(job_id, job_name or None, job_user or None, uid)
