@@ -272,6 +272,54 @@ def test_forms_nested_in_a_container_start_where_it_ends(path: str, expected) ->
     assert parse_cgroup(v2(path)) == expected
 
 
+# -- gputui in a cgroup namespace of its own ------------------------------------------------------
+
+# gputui in a container with a private cgroup namespace at /system.slice/docker-<id>.scope (two
+# levels below the root; Docker's default on cgroup v2, even with --pid=host): the kernel writes
+# other processes' paths relative to that, "/.." for each level up to where they part.
+IN_DOCKER = {"0": 2}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # up to the root: the path below is absolute, and read as such
+        (
+            "/../../system.slice/slurmstepd.scope/job_7/step_0/user/task_0",
+            Attribution("7", "0"),
+        ),
+        (
+            f"/../../kubepods.slice/kubepods-pod{POD_SYSTEMD}.slice/cri-containerd-{CID}.scope",
+            Attribution(k8s_pod_uid=POD, container_id=CID, container_runtime="containerd"),
+        ),
+        (f"/../../{SPOOFS['slurm v2']}", Attribution()),
+        (f"/../../{SPOOFS['docker (cgroupfs)']}", Attribution()),
+        # siblings under gputui's own parent (/system.slice: root's): where they live is known
+        ("/../slurmstepd.scope/job_7/step_batch", Attribution("7", "batch")),
+        (f"/../docker-{CID}.scope", Attribution(container_id=CID, container_runtime="docker")),
+        # beyond the root: no such path
+        ("/../../../system.slice/slurmstepd.scope/job_7/step_0", Attribution()),
+    ],
+)
+def test_paths_outside_gputuis_cgroup_namespace(path: str, expected: Attribution) -> None:
+    assert parse_cgroup(v2(path.replace("//", "/")), owner_uid=1000, ns_depths=IN_DOCKER) == (
+        expected
+    )
+    # where the namespace's depth is not known, a relative path proves nothing
+    assert parse_cgroup(v2(path.replace("//", "/")), owner_uid=1000) == Attribution()
+
+
+def test_the_reader_learns_its_namespace_depth_from_pid_1(tmp_path: Path) -> None:
+    write(tmp_path / "proc" / "1" / "cgroup", "0::/../../init.scope\n")
+    write(tmp_path / "proc" / "9" / "cgroup", v2("/../slurmstepd.scope/job_7/step_0"))
+    write(tmp_path / "proc" / "10" / "cgroup", v2(f"/../../{SPOOFS['slurm v1']}"))
+    reader = reader_for(tmp_path)
+    assert reader.read(9, owner_uid=1000) == Attribution("7", "0")
+    assert reader.read(10, owner_uid=1000) == Attribution()
+    assert reader.read(9, owner_uid=1000) == Attribution("7", "0")
+    assert reader.files_read == 4  # PID 1's cgroup once
+
+
 # -- the reader: fake /proc and engine state ------------------------------------------------------
 
 

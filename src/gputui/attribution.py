@@ -29,6 +29,12 @@ after a container it is nested in), never found anywhere in it:
   for a process owned by UID (rootless Podman or Docker), as runtime ``rootless podman`` /
   ``rootless docker``, whose name is not looked up in the system engines' state (another
   container's name must not be lent to it).
+- gputui in a cgroup namespace of its own (a container's default on cgroup v2, ``--pid=host``
+  or not) sees other processes' paths relative to its own cgroup: ``/../../system.slice/...``.
+  With as many ``..`` as its namespace root lies deep (told from PID 1's cgroup, the host's
+  init), what follows is the absolute path, read as above; with fewer, the process lives under
+  gputui's own ancestors (its container's parent slice: root's), and the forms are looked for
+  in what follows, as they are inside a job; a relative path is not believed otherwise.
 
 Names come from the engines' own state where this user can read it (:class:`AttributionReader`):
 Docker's ``containers/<id>/config.v2.json`` (``Name``, and the pod's labels under a Docker-based
@@ -95,6 +101,9 @@ _CONTAINER_ID = re.compile(
     r"(cri-containerd|containerd|docker|crio|libpod)[-/:]([0-9a-f]{64})(?![0-9a-f])"
 )
 _BARE_ID = re.compile(r"/([0-9a-f]{64})(?:\.scope)?$")
+_SLURM_JOB = re.compile(r"/job_(\d+)(?:/step_([^/]+))?" + _END)
+_POD_UID = re.compile(rf"pod({_UID})(?=\.slice|/|$)")
+_UP = "/.."
 ROOTLESS = "rootless "
 """How the runtime of a user's own container begins: ``rootless podman``."""
 _RUNTIMES = {
@@ -130,22 +139,42 @@ NOTHING = Attribution()
 
 def cgroup_paths(text: str) -> list[str]:
     """The paths of a ``/proc/PID/cgroup`` file: ``0::/path`` (v2), ``4:memory:/path`` (v1)."""
-    paths = []
+    return [path for _hierarchy, path in _cgroup_lines(text)]
+
+
+def _cgroup_lines(text: str) -> list[tuple[str, str]]:
+    """(hierarchy id, path) of each line of a ``/proc/PID/cgroup`` file."""
+    lines = []
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) == 3 and parts[2]:
-            paths.append(parts[2].strip())
-    return paths
+            lines.append((parts[0], parts[2].strip()))
+    return lines
 
 
-def parse_cgroup(text: str, owner_uid: int | None = None) -> Attribution:
+def namespace_depths(init_cgroup: str) -> dict[str, int]:
+    """How deep gputui's cgroup namespace root lies in each hierarchy, from PID 1's cgroup file
+    (the host's init, at the top: ``0::/../../init.scope`` is 2 deep); all 0 on the host."""
+    depths = {}
+    for hierarchy, path in _cgroup_lines(init_cgroup):
+        depth = 0
+        while path.startswith(_UP, depth * len(_UP)):
+            depth += 1
+        depths[hierarchy] = depth
+    return depths
+
+
+def parse_cgroup(
+    text: str, owner_uid: int | None = None, ns_depths: dict[str, int] | None = None
+) -> Attribution:
     """The ids a cgroup file names (see the module doc for the forms and where each is
     believed); no names (those need the engines' state, :class:`AttributionReader`).
     ``owner_uid``: the process's (real) user id; without it nothing under a user's
-    ``user@UID.service`` counts."""
+    ``user@UID.service`` counts. ``ns_depths``: :func:`namespace_depths` where gputui runs in a
+    cgroup namespace of its own; without it a relative path (``/../...``) counts for nothing."""
     job = step = pod = cid = runtime = None
-    for path in cgroup_paths(text):
-        found = _parse_path(path, owner_uid)
+    for hierarchy, path in _cgroup_lines(text):
+        found = _parse_path(path, owner_uid, (ns_depths or {}).get(hierarchy))
         if job is None and found.slurm_job_id is not None:
             job, step = found.slurm_job_id, found.slurm_step
         if pod is None:
@@ -166,7 +195,16 @@ def is_rootless(runtime: str | None) -> bool:
     return runtime is not None and runtime.startswith(ROOTLESS)
 
 
-def _parse_path(path: str, owner_uid: int | None) -> Attribution:
+def _parse_path(path: str, owner_uid: int | None, ns_depth: int | None) -> Attribution:
+    up = 0
+    while path.startswith(_UP, up * len(_UP)):
+        up += 1
+    if up:  # outside gputui's cgroup namespace: relative to its root
+        if ns_depth is None or up > ns_depth:
+            return NOTHING
+        path = path[up * len(_UP) :] or "/"
+        if up < ns_depth:  # under gputui's own ancestors, which root made
+            return _loose(path)
     user = _USER_TREE.match(path)
     if user is None:
         return _system(path, 0, 0)
@@ -218,6 +256,21 @@ def _system(path: str, at: int, depth: int) -> Attribution:
         k8s_pod_uid=inner.k8s_pod_uid or pod,
         container_id=inner.container_id or cid,
         container_runtime=inner.container_runtime if inner.container_id else runtime,
+    )
+
+
+def _loose(path: str) -> Attribution:
+    """The forms found anywhere in ``path``: a job, a pod, a container (for a path where only
+    root creates cgroups)."""
+    job = _SLURM_JOB.search(path) if "slurm" in path else None
+    pod = _POD_UID.search(path) if "kubepods" in path else None
+    cid, runtime = _container_of(path) or (None, None)
+    return Attribution(
+        slurm_job_id=job.group(1) if job else None,
+        slurm_step=job.group(2) if job else None,
+        k8s_pod_uid=pod.group(1).replace("_", "-") if pod else None,
+        container_id=cid,
+        container_runtime=runtime,
     )
 
 
@@ -286,6 +339,7 @@ class AttributionReader:
         self._containers: dict[str, _ContainerFacts] = {}
         self._pods: dict[str, _PodFacts] = {}
         self._podman_names: dict[str, str] | None = None
+        self._ns_depths: dict[str, int] | None = None
         self.files_read = 0
         """State and cgroup files opened so far (for tests and measurements)."""
 
@@ -304,7 +358,10 @@ class AttributionReader:
         text = self.cgroup_text(pid)
         if text is None:
             return NOTHING
-        return self.complete(parse_cgroup(text, owner_uid))
+        if self._ns_depths is None:  # where gputui's cgroup namespace lies, once
+            init = self.cgroup_text(1)
+            self._ns_depths = {} if init is None else namespace_depths(init)
+        return self.complete(parse_cgroup(text, owner_uid, self._ns_depths))
 
     def complete(self, ids: Attribution) -> Attribution:
         """``ids`` with the names this node shows (container name, pod name and namespace)."""
@@ -507,5 +564,6 @@ __all__ = [
     "Roots",
     "cgroup_paths",
     "is_rootless",
+    "namespace_depths",
     "parse_cgroup",
 ]
