@@ -9,12 +9,15 @@ import json
 import os
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputui.attribution import Attribution, AttributionReader, parse_cgroup
-from gputui.model import ProcessSample
+from gputui.fakeclock import fake_clock_sampler
+from gputui.model import MAX_NAME_CHARS, ProcessSample
+from gputui.report import render_snapshot
 from gputui.slurmjobs import SlurmJobs, parse_show_job
 from gputui.workload import (
     attribution_rows,
@@ -142,14 +145,6 @@ def test_kubernetes_forms(text: str, pod: str, cid: str | None, runtime: str | N
         (v2(f"/system.slice/cri-containerd-{CID}.scope"), CID, "containerd"),
         (v2(f"/machine.slice/libpod-{CID}.scope/container"), CID, "podman"),
         (v1(f"/machine.slice/libpod-{CID}.scope"), CID, "podman"),
-        (
-            v2(
-                "/user.slice/user-1000.slice/user@1000.service/user.slice/"
-                f"libpod-{CID}.scope/container"
-            ),
-            CID,
-            "podman",
-        ),
         (v2(f"/libpod_parent/libpod-{CID}"), CID, "podman"),
         # the runtime's monitor (conmon) is not the container
         (v2(f"/machine.slice/libpod-conmon-{CID}.scope"), None, None),
@@ -173,6 +168,156 @@ def test_a_container_inside_a_slurm_job_has_both() -> None:
 def test_hybrid_v1_file_reads_the_controller_lines() -> None:
     text = "0::/\n" + v1("/slurm/uid_0/job_31/step_2/task_1", systemd="/user.slice")
     assert parse_cgroup(text) == Attribution("31", "2")
+
+
+# -- spoofed forms: a user's own subtree, or a form away from where it lives -----------------------
+
+USER_TREE = "/user.slice/user-1000.slice/user@1000.service"
+"""systemd delegates this subtree to user 1000, who can create any cgroup under it."""
+SPOOFS = {
+    "slurm v2": f"{USER_TREE}/app.slice/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0",
+    "slurm v1": f"{USER_TREE}/slurm/uid_2000/job_4242/step_0/task_0",
+    "slurm job only": f"{USER_TREE}/app.slice/slurm/job_4242/step_0",
+    "pod (systemd)": (
+        f"{USER_TREE}/kubepods.slice/kubepods-burstable.slice/"
+        f"kubepods-burstable-pod{POD_SYSTEMD}.slice/cri-containerd-{CID}.scope"
+    ),
+    "pod (cgroupfs)": f"{USER_TREE}/kubepods/burstable/pod{POD}/{CID}",
+    "docker (cgroupfs)": f"{USER_TREE}/app.slice/docker/{CID}",
+    "bare id": f"{USER_TREE}/app.slice/{CID}",
+}
+
+
+@pytest.mark.parametrize("owner", [None, 1000, 2000])
+@pytest.mark.parametrize("path", SPOOFS.values(), ids=SPOOFS.keys())
+def test_a_users_own_subtree_is_no_job_pod_or_system_container(path: str, owner) -> None:
+    """What user 1000 built under its user@1000.service is no Slurm job and no pod, whoever runs
+    in it, and no other container than a rootless one of its own (none of these forms is)."""
+    assert parse_cgroup(v2(path), owner) == Attribution()
+    # cgroup v1: the spoof in the named systemd hierarchy, the controllers at the user's session
+    text = v1("/user.slice/user-1000.slice/session-3.scope", systemd=path)
+    assert parse_cgroup(text, owner) == Attribution()
+
+
+@pytest.mark.parametrize(
+    ("path", "runtime"),
+    [
+        (f"{USER_TREE}/user.slice/libpod-{CID}.scope/container", "podman"),
+        (f"{USER_TREE}/app.slice/libpod-{CID}.scope", "podman"),
+        (f"{USER_TREE}/user.slice/docker-{CID}.scope", "docker"),
+        (f"{USER_TREE}/app.slice/docker-{CID}.scope", "docker"),
+    ],
+)
+def test_a_rootless_container_is_its_owners_own(path: str, runtime: str) -> None:
+    """Rootless Podman and Docker run containers under the user's own subtree: believed for a
+    process of that user (its own container, no spoof of anybody else's), as ``rootless ...``,
+    and for nobody else (nor when the owner is not known)."""
+    mine = parse_cgroup(v2(path), owner_uid=1000)
+    assert (mine.container_id, mine.container_runtime) == (CID, f"rootless {runtime}")
+    assert mine.slurm_job_id is None and mine.k8s_pod_uid is None
+    assert parse_cgroup(v2(path), owner_uid=2000) == Attribution()
+    assert parse_cgroup(v2(path)) == Attribution()
+    # user-1000.slice holding user@2000.service is no form systemd makes
+    other = path.replace("user@1000.service", "user@2000.service")
+    assert parse_cgroup(v2(other), owner_uid=1000) == Attribution()
+    assert parse_cgroup(v2(other), owner_uid=2000) == Attribution()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # a form is believed where it lives, not anywhere in the path
+        "/system.slice/backup.service/slurm/uid_0/job_4242/step_0",
+        "/system.slice/app.service/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0",
+        "/machine.slice/machine-x.scope/payload/slurm/uid_0/job_4242/step_0",
+        f"/system.slice/app.service/kubepods.slice/kubepods-pod{POD_SYSTEMD}.slice",
+        f"/system.slice/app.service/kubepods/burstable/pod{POD}/{CID}",
+        f"/machine.slice/machine-x.scope/payload/system.slice/docker-{CID}.scope",
+        f"/system.slice/app.service/docker/{CID}",
+        f"/system.slice/app.service/{CID}",
+        f"/system.slice/app.service/machine.slice/libpod-{CID}.scope",
+        f"/user.slice/user-1000.slice/session-3.scope/docker-{CID}.scope",
+    ],
+)
+def test_forms_away_from_where_they_live_are_not_believed(path: str) -> None:
+    assert parse_cgroup(v2(path), owner_uid=0) == Attribution()
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # a Kubernetes node in a Docker container (kind): the pod and its container inside
+        (
+            f"/system.slice/docker-{CID2}.scope/kubelet.slice/kubelet-kubepods.slice/"
+            f"kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod{POD_SYSTEMD}"
+            f".slice/cri-containerd-{CID}.scope",
+            Attribution(k8s_pod_uid=POD, container_id=CID, container_runtime="containerd"),
+        ),
+        # slurmd in a pod: the job inside the pod's container
+        (
+            f"/kubepods.slice/kubepods-pod{POD_SYSTEMD}.slice/cri-containerd-{CID}.scope"
+            "/system.slice/slurmstepd.scope/job_77/step_0/user/task_0",
+            Attribution(
+                "77", "0", k8s_pod_uid=POD, container_id=CID, container_runtime="containerd"
+            ),
+        ),
+        # but what a container's own processes made under it is no more than the container
+        (
+            f"/system.slice/docker-{CID}.scope/app/slurm/uid_0/job_4242/step_0",
+            Attribution(container_id=CID, container_runtime="docker"),
+        ),
+    ],
+)
+def test_forms_nested_in_a_container_start_where_it_ends(path: str, expected) -> None:
+    assert parse_cgroup(v2(path)) == expected
+
+
+# -- gputui in a cgroup namespace of its own ------------------------------------------------------
+
+# gputui in a container with a private cgroup namespace at /system.slice/docker-<id>.scope (two
+# levels below the root; Docker's default on cgroup v2, even with --pid=host): the kernel writes
+# other processes' paths relative to that, "/.." for each level up to where they part.
+IN_DOCKER = {"0": 2}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # up to the root: the path below is absolute, and read as such
+        (
+            "/../../system.slice/slurmstepd.scope/job_7/step_0/user/task_0",
+            Attribution("7", "0"),
+        ),
+        (
+            f"/../../kubepods.slice/kubepods-pod{POD_SYSTEMD}.slice/cri-containerd-{CID}.scope",
+            Attribution(k8s_pod_uid=POD, container_id=CID, container_runtime="containerd"),
+        ),
+        (f"/../../{SPOOFS['slurm v2']}", Attribution()),
+        (f"/../../{SPOOFS['docker (cgroupfs)']}", Attribution()),
+        # siblings under gputui's own parent (/system.slice: root's): where they live is known
+        ("/../slurmstepd.scope/job_7/step_batch", Attribution("7", "batch")),
+        (f"/../docker-{CID}.scope", Attribution(container_id=CID, container_runtime="docker")),
+        # beyond the root: no such path
+        ("/../../../system.slice/slurmstepd.scope/job_7/step_0", Attribution()),
+    ],
+)
+def test_paths_outside_gputuis_cgroup_namespace(path: str, expected: Attribution) -> None:
+    assert parse_cgroup(v2(path.replace("//", "/")), owner_uid=1000, ns_depths=IN_DOCKER) == (
+        expected
+    )
+    # where the namespace's depth is not known, a relative path proves nothing
+    assert parse_cgroup(v2(path.replace("//", "/")), owner_uid=1000) == Attribution()
+
+
+def test_the_reader_learns_its_namespace_depth_from_pid_1(tmp_path: Path) -> None:
+    write(tmp_path / "proc" / "1" / "cgroup", "0::/../../init.scope\n")
+    write(tmp_path / "proc" / "9" / "cgroup", v2("/../slurmstepd.scope/job_7/step_0"))
+    write(tmp_path / "proc" / "10" / "cgroup", v2(f"/../../{SPOOFS['slurm v1']}"))
+    reader = reader_for(tmp_path)
+    assert reader.read(9, owner_uid=1000) == Attribution("7", "0")
+    assert reader.read(10, owner_uid=1000) == Attribution()
+    assert reader.read(9, owner_uid=1000) == Attribution("7", "0")
+    assert reader.files_read == 4  # PID 1's cgroup once
 
 
 # -- the reader: fake /proc and engine state ------------------------------------------------------
@@ -326,6 +471,20 @@ def test_docker_under_a_kubelet_names_the_pod_from_its_labels(tree: Path) -> Non
     )
 
 
+def test_a_rootless_container_borrows_no_system_containers_name(tree: Path) -> None:
+    """User 1000 names its own scope after the id of root's Docker container ``vllm-server``:
+    it stays the user's rootless container, without the name (nor its pod labels)."""
+    path = f"{USER_TREE}/user.slice/docker-{CID2}.scope"
+    write(tree / "proc" / "700" / "cgroup", v2(path))
+    reader = reader_for(tree)
+    assert reader.read(700, owner_uid=1000) == Attribution(
+        container_id=CID2, container_runtime="rootless docker"
+    )
+    assert reader.read(700, owner_uid=0) == Attribution()
+    assert reader.read(700) == Attribution()
+    assert reader.read(300).container_name == "vllm-server"  # root's container keeps its name
+
+
 def test_unreadable_or_broken_state_gives_the_ids_only(tree: Path) -> None:
     write(tree / "docker" / "containers" / CID2 / "config.v2.json", "{not json")
     found = reader_for(tree).read(300)
@@ -370,7 +529,20 @@ def test_parse_show_job() -> None:
     assert parse_show_job("4242", "slurm_load_jobs error: Invalid job id specified\n") is None
     array = "JobId=4243 ArrayJobId=4240 ArrayTaskId=3 JobName=sweep UserId=bob(1001) GroupId=x\n"
     job = parse_show_job("4243", array)
-    assert job is not None and (job.name, job.user) == ("sweep", "bob")
+    assert job is not None and (job.name, job.user, job.uid) == ("sweep", "bob", 1001)
+    # whose processes may be the job's: the uid decides, else the name
+    assert (job.owned_by(1001, "x"), job.owned_by(1000, "bob"), job.owned_by(None, "bob")) == (
+        True,
+        False,
+        True,
+    )
+    bare = parse_show_job("7", "JobId=7 JobName=x UserId=carol GroupId=x\n")
+    assert bare is not None and (bare.user, bare.uid) == ("carol", None)
+    assert (bare.owned_by(5, "carol"), bare.owned_by(5, "dave"), bare.owned_by(5, None)) == (
+        True,
+        False,
+        None,
+    )
 
 
 def fake_scontrol(bin_dir: Path, body: str) -> None:
@@ -465,3 +637,51 @@ def test_usage_is_summed_per_workload_and_gpu() -> None:
         ("slurm", "4242", 0, 2, 15, 60.0),
         ("slurm", "4242", 1, 1, 7, None),
     ]
+
+
+def test_a_rootless_container_never_adds_to_a_system_containers_usage() -> None:
+    """A user's rootless container that took the id of root's container is another workload:
+    its usage is its own, and the system container's keeps its name."""
+    system = proc(
+        1, 0, 10, 40.0, container_id=CID, container_runtime="docker", container_name="vllm"
+    )
+    rootless = proc(2, 0, 5, 20.0, container_id=CID, container_runtime="rootless docker")
+    rows = usage_by([system, rootless])
+    summed = {(r.workload.label, r.gpu_memory_bytes, r.processes) for r in rows}
+    assert summed == {("ctr vllm", 10, 1), (f"ctr {CID[:12]}", 5, 1)}
+    assert ("Container", f"{CID[:12]} (rootless docker)") in attribution_rows(rootless)
+
+
+def test_names_from_outside_are_bounded(tree: Path) -> None:
+    """Container, pod and job names are whatever their users chose, megabytes included: each
+    enters the model as at most MAX_NAME_CHARS characters."""
+    long = "n" * 100_000
+    write(
+        tree / "docker" / "containers" / CID2 / "config.v2.json",
+        json.dumps({"ID": CID2, "Name": "/" + long, "Config": {"Labels": {}}}),
+    )
+    write(
+        tree / "kubelet" / "pods" / POD / "etc-hosts",
+        f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n10.0.0.1\t{long}\n",
+    )
+    write(tree / "tasks" / "k8s.io" / CID / "config.json", "{}")
+    reader = reader_for(tree)
+    assert reader.read(300).container_name == long[:MAX_NAME_CHARS]
+    assert reader.read(200).k8s_pod_name == long[:MAX_NAME_CHARS]
+    job = parse_show_job("7", f"JobId=7 JobName={long} UserId={long}(5) GroupId=x\n")
+    assert job is not None and (job.name, job.user) == (long[:MAX_NAME_CHARS],) * 2
+
+
+def test_snapshot_text_clips_the_job_pod_column() -> None:
+    """The text report pads its columns to their longest cell: a job name of megabytes made
+    every row that wide. The JOB / POD cell is clipped as the dashboard clips it."""
+    sampler = fake_clock_sampler("dgx-h100", polls=2)
+    snap = sampler.latest
+    name = "j" * 1_000_000
+    procs = [replace(p, slurm_job_name=name) if p.slurm_job_id else p for p in snap.processes]
+    assert sum(1 for p in procs if p.slurm_job_id) > 1
+    text = render_snapshot(replace(snap, processes=tuple(procs)))
+    assert len(text) < 20_000
+    rows = [line for line in text.splitlines() if " job 4242 " in line]
+    assert rows and all(f"job 4242 {'j' * 10}" in line and "… " in line for line in rows)
+    assert len({line.index("…") for line in rows}) == 1  # one column, one width

@@ -653,20 +653,21 @@ def test_usage_by_job_pod_and_container() -> None:
     on = {p.gpu_index: p for p in snap.processes}
     for gpu in ("0", "1"):
         p = on[int(gpu)]
-        assert value(families, "gputui_job_gpu_memory_bytes", job="4242", gpu=gpu) == (
+        assert value(families, "gputui_job_gpu_memory_bytes", slurm_job="4242", gpu=gpu) == (
             p.gpu_memory_bytes
         )
-        assert value(families, "gputui_job_sm_pct", job="4242", gpu=gpu) == p.sm_pct
-        assert value(families, "gputui_job_processes", job="4242", gpu=gpu) == 1
-    assert value(families, "gputui_job_info", job="4242", job_name="sft", job_user="al") == 1
+        assert value(families, "gputui_job_sm_pct", slurm_job="4242", gpu=gpu) == p.sm_pct
+        assert value(families, "gputui_job_processes", slurm_job="4242", gpu=gpu) == 1
+    info = value(families, "gputui_job_info", slurm_job="4242", job_name="sft", job_user="al")
+    assert info == 1
     assert value(families, "gputui_pod_gpu_memory_bytes", pod="trainer-0", namespace="ml") == (
         on[2].gpu_memory_bytes
     )
     assert value(families, "gputui_container_gpu_memory_bytes", container="vllm", gpu="4") == (
         on[4].gpu_memory_bytes
     )
-    # the job's total across GPUs is sum by (job)
-    total = sum(s.value for s in samples(families, "gputui_job_gpu_memory_bytes", job="4242"))
+    # the job's total across GPUs is sum by (slurm_job)
+    total = sum(s.value for s in samples(families, "gputui_job_gpu_memory_bytes", slurm_job="4242"))
     assert total == on[0].gpu_memory_bytes + on[1].gpu_memory_bytes
 
 
@@ -719,3 +720,74 @@ def test_idle_cost_per_hour_is_exported_with_a_price() -> None:
     assert value(families, "gputui_node_idle_cost_per_hour") == 3.0 * idle
     assert value(families, "gputui_gpu_hour_price") == 3.0
     assert value(families, "gputui_gpu_held_idle", gpu="7") == 1
+
+
+def test_no_series_carries_a_job_or_instance_label() -> None:
+    """Prometheus sets ``job`` and ``instance`` on every scraped series: a target's own label of
+    that name is renamed ``exported_job`` (without honor_labels), and ``sum by (job)`` sums by
+    scrape job. The busy node (a Slurm job, a pod, containers) has neither anywhere."""
+    sampler = fake_clock_sampler("dgx-h100", polls=0)
+    collector = export.GpuCollector(sampler)
+    for _ in range(3):
+        sampler.poll()
+        sampler.clock.now += 1
+    snap = sampler.latest
+    assert any(p.slurm_job_id for p in snap.processes)
+    assert any(p.k8s_pod_uid for p in snap.processes)
+    _text, families = scrape(collector)
+    every = [s for family in families.values() for s in family.samples]
+    assert every and not [s for s in every if {"job", "instance"} & set(s.labels)]
+    jobs = {s.labels["slurm_job"] for s in families["gputui_job_gpu_memory_bytes"].samples}
+    assert jobs == {"4242"}
+    assert value(families, "gputui_job_info", slurm_job="4242", job_name="train-llama") == 1
+
+
+# -- label values are text from outside ------------------------------------------------------------
+
+HOSTILE = "evil\x1b]0;pwned\x07\x1b[2J\u202eabc\x9b31m\nnext"
+
+
+def test_hostile_names_reach_the_page_sanitised_and_bounded() -> None:
+    """Process, container and pod names, namespaces, users and Slurm job names can hold anything
+    (escape sequences, newlines, bidi controls, megabytes): on the page each label value is one
+    line of printable text of at most MAX_LABEL_CHARS characters."""
+    sampler, collector = faulty_collector()
+    snap = sampler.latest
+    long = "x" * 100_000
+    procs = []
+    for p in snap.processes:
+        if p.gpu_index == 0:
+            p = dataclasses.replace(
+                p, user=HOSTILE, name=HOSTILE, slurm_job_id="4242", slurm_job_name=HOSTILE,
+                slurm_job_user=long,
+            )  # fmt: skip
+        elif p.gpu_index == 1:
+            p = dataclasses.replace(
+                p, k8s_pod_uid=POD_UID, k8s_pod_name=HOSTILE, k8s_namespace=long, name=long
+            )
+        else:
+            p = dataclasses.replace(p, container_id=CID, container_name=HOSTILE + long)
+        procs.append(p)
+    sampler.latest = dataclasses.replace(snap, processes=tuple(procs))
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = export.MetricsServer(registry, "127.0.0.1", 0)
+    server.start()
+    try:
+        _status, _headers, body = request(server.port, "GET", "/metrics")
+    finally:
+        server.stop()
+    page = body.decode()
+    for bad in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert bad not in page
+    assert "\\n" not in page  # a newline, even escaped, is no part of a name
+    families = {f.name: f for f in text_string_to_metric_families(page)}
+    every = [s for family in families.values() for s in family.samples]
+    longest = max(len(v) for s in every for v in s.labels.values())
+    assert longest == export.MAX_LABEL_CHARS
+    shown = "evil?]0;pwned??[2J?abc?31m?next"
+    assert value(families, "gputui_job_info", slurm_job="4242", job_name=shown) == 1
+    (on_0,) = samples(families, "gputui_process_gpu_memory_bytes", gpu="0")
+    assert (on_0.labels["user"], on_0.labels["name"]) == (shown, shown)
+    assert samples(families, "gputui_pod_processes", pod=shown, namespace="x" * 128)
+    assert samples(families, "gputui_container_processes", container=(shown + "x" * 128)[:128])

@@ -432,6 +432,20 @@ def test_basic_auth_from_the_environment(secured: str) -> None:
     assert answered.returncode == 2 and "no GPU node found" in answered.stderr
 
 
+def test_the_slurm_job_label_survives_a_scrape(bed: Bed) -> None:
+    """Scraped without honor_labels, the healthy node's Slurm job keeps its own label (a target's
+    ``job`` would have become ``exported_job``, and ``job`` would be the scrape job)."""
+    healthy = bed.instances["healthy"]
+    found = bed.query(f'gputui_job_gpu_memory_bytes{{instance="{healthy}"}}')
+    assert found
+    for series in found:
+        labels = series["metric"]
+        assert labels["slurm_job"] == "4242" and labels["job"] == "gputui", labels
+        assert not [name for name in labels if name.startswith("exported_")], labels
+    total = bed.query(f'sum by (slurm_job) (gputui_job_gpu_memory_bytes{{instance="{healthy}"}})')
+    assert [r["metric"] for r in total] == [{"slurm_job": "4242"}]
+
+
 def test_the_grafana_dashboard_queries_run(bed: Bed) -> None:
     dashboard = json.loads((ROOT / "dashboards" / "gputui.json").read_text())
     empty = []

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
+import shutil
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
 from tests.test_pidns import OTHER_NS_INODE, PLAIN_PROC, fake_proc, stat_line
 
 from gputui.host import ProcessEnricher, container_id_of, read_host
-from gputui.model import ProcessSample
+from gputui.model import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ProcessSample
 from gputui.pidns import PROC_PID_INIT_INO, detect_pid_namespace
-from gputui.procstat import PF_KTHREAD
+from gputui.procstat import CMDLINE_CUT, PF_KTHREAD
 
 
 def test_read_host_reports_this_machine() -> None:
@@ -88,19 +91,66 @@ def attributing_enricher(tmp_path, cgroup: str, scontrol=None) -> ProcessEnriche
     return ProcessEnricher(host_pids=True, attribution=reader, slurm=SlurmJobs(scontrol))
 
 
-def test_enrich_attributes_the_slurm_job_and_adds_its_name_when_scontrol_answers(tmp_path) -> None:
+def fake_scontrol(tmp_path, user_id: str) -> str:
+    """An ``scontrol`` that says every job is ``sft`` of ``user_id`` (``name(uid)``)."""
     script = tmp_path / "scontrol"
-    script.write_text('#!/bin/sh\necho "JobId=$4 JobName=sft UserId=alice(1000) GroupId=x"\n')
+    script.write_text(f'#!/bin/sh\necho "JobId=$4 JobName=sft UserId={user_id} GroupId=x"\n')
     script.chmod(0o755)
-    enricher = attributing_enricher(tmp_path, JOB_CGROUP, str(script))
+    return str(script)
+
+
+def me() -> str:
+    """This test's own user as scontrol writes it: ``name(uid)``."""
+    return f"{pwd.getpwuid(os.getuid()).pw_name}({os.getuid()})"
+
+
+def test_enrich_attributes_the_slurm_job_and_adds_its_name_when_scontrol_answers(tmp_path) -> None:
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP, fake_scontrol(tmp_path, me()))
     row = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
     (first,) = enricher.enrich([row])
     assert (first.slurm_job_id, first.slurm_step) == ("4242", "0")
     assert first.slurm_job_name is None  # the lookup runs in the background
     assert enricher.slurm.wait_idle(10)
     (second,) = enricher.enrich([row])
-    assert (second.slurm_job_name, second.slurm_job_user) == ("sft", "alice")
+    assert (second.slurm_job_name, second.slurm_job_user) == ("sft", me().split("(")[0])
     assert second.name == psutil.Process().name()  # the host facts are still filled
+
+
+def test_a_job_owned_by_another_user_is_no_attribution(tmp_path) -> None:
+    """scontrol says job 4242 belongs to somebody else than the process's owner: the process is
+    not counted as that job's (no id, step, name or user), once the answer is in."""
+    other = "nobody(65534)" if os.getuid() != 65534 else "root(0)"
+    enricher = attributing_enricher(tmp_path, JOB_CGROUP, fake_scontrol(tmp_path, other))
+    row = ProcessSample(pid=os.getpid(), gpu_index=0, gpu_memory_bytes=5)
+    enricher.enrich([row])
+    assert enricher.slurm.wait_idle(10)
+    (out,) = enricher.enrich([row])
+    assert (out.slurm_job_id, out.slurm_step, out.slurm_job_name, out.slurm_job_user) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert out.name == psutil.Process().name()
+
+
+def test_the_owner_decides_about_a_rootless_container(tmp_path) -> None:
+    """A container under the owner's own user@UID.service is its rootless container; under
+    another user's subtree it is nothing (the enricher passes the process's user id on)."""
+    uid, cid = os.getuid(), "ab" * 32
+
+    def scope(owner: int) -> str:
+        tree = f"/user.slice/user-{owner}.slice/user@{owner}.service"
+        return f"0::{tree}/user.slice/libpod-{cid}.scope/container\n"
+
+    (mine,) = attributing_enricher(tmp_path / "a", scope(uid)).enrich(
+        [ProcessSample(pid=os.getpid(), gpu_index=0)]
+    )
+    assert (mine.container_id, mine.container_runtime) == (cid, "rootless podman")
+    (theirs,) = attributing_enricher(tmp_path / "b", scope(uid + 1)).enrich(
+        [ProcessSample(pid=os.getpid(), gpu_index=0)]
+    )
+    assert theirs.container_id is None and theirs.container_runtime is None
 
 
 def test_enrich_reads_the_cgroup_once_per_process(tmp_path) -> None:
@@ -194,3 +244,55 @@ def test_kthreadd_is_marked_for_real() -> None:
         pytest.skip("no kthreadd in this PID namespace")
     (out,) = ProcessEnricher().enrich([ProcessSample(pid=2, gpu_index=0)])
     assert out.kernel_thread and out.name == "kthreadd" and out.command is None
+
+
+# -- what any user can make huge -------------------------------------------------------------------
+
+
+def _started(pid: int, marker: bytes) -> None:
+    """Wait until ``pid`` has exec'd (its command line holds ``marker``)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read(4096):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} did not start")
+
+
+def test_a_huge_command_line_is_read_up_to_the_bound() -> None:
+    """Any user can start a process whose argv is megabytes: its command is read up to
+    MAX_COMMAND_CHARS bytes, and says it was cut."""
+    code = "import time; time.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", code, *(["x" * 100_000] * 10)])
+    try:
+        _started(child.pid, code.encode())
+        (row,) = ProcessEnricher(host_pids=True).enrich([ProcessSample(pid=child.pid, gpu_index=0)])
+    finally:
+        child.kill()
+        child.wait()
+    assert row.command is not None and row.command.startswith(f"{sys.executable} -c {code} xxx")
+    assert row.command.endswith(CMDLINE_CUT)
+    assert len(row.command) == MAX_COMMAND_CHARS + len(CMDLINE_CUT)
+
+
+def test_a_huge_process_name_is_bounded(tmp_path) -> None:
+    """A name of 15 characters or more is completed from argv[0], which its user chooses (up to
+    128 KiB): at most MAX_NAME_CHARS of it are kept."""
+    sleep = shutil.which("sleep")
+    if sleep is None:
+        pytest.skip("no sleep binary")
+    program = tmp_path / ("s" * 20)
+    program.symlink_to(sleep)
+    child = subprocess.Popen(["s" * 20 + "x" * 100_000, "60"], executable=str(program))
+    try:
+        _started(child.pid, b"sssss")
+        assert len(psutil.Process(child.pid).name()) > MAX_NAME_CHARS  # what psutil says
+        (row,) = ProcessEnricher(host_pids=True).enrich([ProcessSample(pid=child.pid, gpu_index=0)])
+    finally:
+        child.kill()
+        child.wait()
+    assert row.name == ("s" * 20 + "x" * 100_000)[:MAX_NAME_CHARS]

@@ -351,6 +351,28 @@ def test_no_escape_sequence_reaches_the_terminal(hostile, capsys, argv) -> None:
         assert "evil?]0;pwned??[2J?abc?31m" in out
 
 
+def test_workload_names_reach_snapshot_text_sanitised(tmp_path, good, capsys) -> None:
+    """A Slurm job's name and user, a pod's name and namespace and a container's name come from
+    users: the JOB / POD column of ``snapshot`` shows them as one safe line."""
+
+    def change(data: dict[str, Any]) -> None:
+        first, second = data["processes"][0], data["processes"][1]
+        first.update(slurm_job_id="4242", slurm_job_name=HOSTILE, slurm_job_user=HOSTILE)
+        second.update(k8s_pod_uid="u", k8s_pod_name=HOSTILE, k8s_namespace=HOSTILE)
+        second.update(container_name=HOSTILE)
+
+    lines = list(good)
+    for i in range(1, READINGS + 1):
+        lines = mutated(lines, i, change)
+    path = write_lines(tmp_path / "names.jsonl", lines)
+    assert cli.main(["snapshot", "--replay", str(path)]) == 0
+    out, _err = capsys.readouterr()
+    assert ESC not in out and "\a" not in out and "\x9b" not in out and "\u202e" not in out
+    assert "job 4242 evil?]0;pwned??[2J?abc?31m" in out
+    shown = "evil?]0;pwned??[2J?abc?31m"
+    assert f"pod {shown}/{shown}"[:39] + "…" in out  # clipped as the dashboard clips it
+
+
 def test_recording_messages_are_sanitised(tmp_path, capsys) -> None:
     name = tmp_path / f"x{ESC}[2J.jsonl"
     name.write_text("not json\n")

@@ -12,7 +12,15 @@ from textual.widgets import Button, Label, Static
 from gputui.fakeclock import FakeClock
 from gputui.format import fmt_bytes
 from gputui.history import History
-from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
+from gputui.model import (
+    MAX_COMMAND_CHARS,
+    GpuInfo,
+    GpuSample,
+    MigDeviceInfo,
+    NodeInfo,
+    ProcessSample,
+    Snapshot,
+)
 from gputui.tui.screens import confirm_signal
 from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S, ConfirmSignalScreen
 from gputui.tui.screens.process_detail import ProcessChart, ProcessDetailScreen
@@ -369,3 +377,11 @@ async def test_detail_names_the_mig_instance_and_keeps_its_uuid() -> None:
     # Not in MIG: no MIG line.
     rows = info_rows(await detail_info(proc(), snap(proc())))
     assert rows["GPU"] == "0" and "MIG device" not in rows
+
+
+async def test_a_huge_command_is_shown_up_to_the_bound() -> None:
+    """A command of megabytes (a replayed or simulated row: what is read from /proc is bounded
+    already) is shown up to MAX_COMMAND_CHARS characters and marked cut."""
+    command = "python train.py " + "--flag " * 300_000
+    rows = info_rows(await detail_info(proc(command=command)))
+    assert rows["Command"] == command[:MAX_COMMAND_CHARS] + "…"

@@ -88,6 +88,40 @@ def test_counter_reset_lost_gpu_gaps_and_missing_counters() -> None:
     assert usage.gpu(1).observed_s == 2.0 + 7.0 + 10.0
 
 
+def powered(t: float, energy: float, limit: float | None = 700.0) -> GpuSample:
+    return GpuSample(
+        index=0, timestamp=t, utilization_gpu_pct=90, energy_j=energy, power_limit_w=limit
+    )
+
+
+def test_an_impossible_energy_jump_adds_nothing_and_counting_goes_on() -> None:
+    """The driver's "no value" (2^63 mJ) or any jump beyond what the GPU could draw in the
+    interval (its power limit x the time x a margin) is no energy used: the interval adds
+    nothing, and the next normal increase counts from the new reading."""
+    meter = UsageMeter(use_configured_price=False)
+    no_value = 2**63 / 1000.0  # joules
+    readings = [
+        (0.0, 1000.0),
+        (1.0, 1500.0),  # +500 J in 1 s under a 700 W limit
+        (2.0, no_value),  # rejected
+        (3.0, 2200.0),  # back to the real counter: a decrease, counted as a reset
+        (4.0, 2800.0),  # +600 J
+        (5.0, 2800.0 + 1e6),  # a megajoule in a second: rejected
+        (6.0, 2800.0 + 1e6 + 650.0),  # +650 J from the new baseline
+    ]
+    for t, energy in readings:
+        usage = meter.update(t, [powered(t, energy)])
+    assert usage.gpu(0).energy_used_j == 500.0 + 600.0 + 650.0
+
+
+def test_without_a_power_limit_the_bound_is_a_generous_default() -> None:
+    meter = UsageMeter(use_configured_price=False)
+    for t, energy in ((0.0, 0.0), (1.0, 3000.0), (2.0, 3000.0 + 50_000.0), (12.0, 93_000.0)):
+        usage = meter.update(t, [powered(t, energy, limit=None)])
+    # 3 kJ in a second fits 2 kW x 2; 50 kJ does not; 40 kJ in 10 s does
+    assert usage.gpu(0).energy_used_j == 3000.0 + 40_000.0
+
+
 def test_a_clock_that_goes_back_counts_nothing_for_that_interval() -> None:
     meter = UsageMeter(use_configured_price=False)
     meter.update(100.0, [gpu(0, 100, 0, 0)])

@@ -22,6 +22,8 @@ import unicodedata
 
 from rich.cells import cell_len
 
+from gputui.model import MAX_COMMAND_CHARS
+
 NA = "n/a"
 """What a widget shows for a value the hardware or driver does not report."""
 
@@ -595,7 +597,9 @@ def command_text(
     width: int | None = None,
 ) -> str:
     """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``; :data:`NA`
-    when neither its command line nor its name could be read.
+    when neither its command line nor its name could be read. At most
+    :data:`~gputui.model.MAX_COMMAND_CHARS` characters of it, then ``…`` (a replayed or
+    simulated row can hold megabytes, which would take seconds to lay out).
 
     ``short``: the executable without its directory. ``width``: at most this many cells, the
     distinguishing parts kept (:func:`fit_command`); the container tag goes first when the
@@ -604,7 +608,9 @@ def command_text(
     if not known:
         text = NA  # not shortened: "n/a" is no path
     else:
-        text = sanitize(known)
+        text = sanitize(known[:MAX_COMMAND_CHARS])
+        if len(known) > MAX_COMMAND_CHARS:
+            text += "…"
         if short or width is not None:
             text = short_command(text)
     tag = f"[ctr {sanitize(container_id[:8])}] " if container_id else ""

@@ -23,9 +23,9 @@ from typing import TypeVar
 import psutil
 
 from gputui.attribution import Attribution, AttributionReader, parse_cgroup
-from gputui.model import HostSample, PidNamespace, ProcessSample
+from gputui.model import MAX_NAME_CHARS, HostSample, PidNamespace, ProcessSample
 from gputui.pidns import detect_pid_namespace, proc_hides_processes
-from gputui.procstat import is_kernel_thread
+from gputui.procstat import is_kernel_thread, read_cmdline
 from gputui.slurmjobs import SlurmJobs
 
 T = TypeVar("T")
@@ -69,6 +69,7 @@ def container_id_of(pid: int, proc_root: str = "/proc") -> str | None:
 class _Known:
     process: psutil.Process
     user: str | None
+    uid: int | None
     name: str | None
     command: str | None
     start_time: float | None
@@ -149,7 +150,7 @@ class ProcessEnricher:
                 enriched.append(row)
                 continue
             cpu_pct, rss_bytes = cpu_by_pid[row.pid]
-            found = known.attribution  # what the backend gave wins over what was read
+            found = self._owned(known)  # what the backend gave wins over what was read
             job = row.slurm_job_id or found.slurm_job_id
             job_name, job_user = self._job_facts(row, job)
             enriched.append(
@@ -176,6 +177,17 @@ class ProcessEnricher:
             )
         return enriched
 
+    def _owned(self, known: _Known) -> Attribution:
+        """The process's attribution, less its Slurm job when ``scontrol`` says the job is
+        another user's (then it is not that job's process, whatever its cgroup says)."""
+        found = known.attribution
+        if found.slurm_job_id is None:
+            return found
+        info = self.slurm.lookup(found.slurm_job_id)
+        if info is None or info.owned_by(known.uid, known.user) is not False:
+            return found
+        return dataclasses.replace(found, slurm_job_id=None, slurm_step=None)
+
     def _job_facts(self, row: ProcessSample, job: str | None) -> tuple[str | None, str | None]:
         """The Slurm job's name and user: the row's, else what the background lookup has
         found so far (it never waits: None until ``scontrol`` has answered)."""
@@ -198,16 +210,19 @@ class ProcessEnricher:
                 name = process.name()
                 start = process.create_time()
                 user = _safe(process.username)
-                cmdline = _safe(process.cmdline)
+                uids = _safe(process.uids)
             process.cpu_percent(None)  # prime: the next call measures from here
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             self._gone.add(pid)
             return None
         except psutil.AccessDenied:
             return None
-        command = " ".join(cmdline) if cmdline else None
+        command = read_cmdline(pid, self.proc_root)  # bounded: any user can make it megabytes
+        name, user = name[:MAX_NAME_CHARS], user and user[:MAX_NAME_CHARS]
         kthread = bool(is_kernel_thread(pid, self.proc_root))
-        known = _Known(process, user, name, command, start, self.attribution.read(pid), kthread)
+        uid = None if uids is None else uids.real
+        attribution = self.attribution.read(pid, owner_uid=uid)
+        known = _Known(process, user, uid, name, command, start, attribution, kthread)
         self._known[pid] = known
         return known
 

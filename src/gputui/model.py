@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 SCHEMA_VERSION = 1
+MAX_NAME_CHARS = 256
+"""Characters kept of a name from outside (a process's name and user, a Slurm job's name and
+user, a container's, a pod's and its namespace) where it enters the model: their users choose
+them, megabytes included."""
+MAX_COMMAND_CHARS = 64 * 1024
+"""Bytes of ``/proc/PID/cmdline`` read, and characters of a command line shown (any user can
+start a process whose arguments are megabytes)."""
 
 Vendor = Literal["nvidia", "amd"]
 ProcessType = Literal["compute", "graphics", "compute+graphics"]

@@ -1,4 +1,5 @@
-"""What ``/proc/PID/stat`` says about a process: its parent and whether it is a kernel thread.
+"""What ``/proc/PID/stat`` says about a process: its parent and whether it is a kernel thread;
+and its command line from ``/proc/PID/cmdline``, read up to a bound.
 
 A process row can name a kernel thread, PID 1 or PID 2 when the driver and its binding disagree on
 the size of a process record (NVML's process info v2 and v3 structs: nvitop PRs #79, #89, #94 and
@@ -13,11 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputui.model import MAX_COMMAND_CHARS
+
 PF_KTHREAD = 0x00200000
 """``#define PF_KTHREAD 0x00200000 /* I am a kernel thread */`` in the kernel's
 include/linux/sched.h (the per-task flags; the 9th field of /proc/PID/stat since 2.6.27)."""
 KTHREADD_PID = 2
 """kthreadd, the parent of every kernel thread in the host's PID namespace."""
+CMDLINE_CUT = f" … [cut at {MAX_COMMAND_CHARS // 1024} KiB]"
+"""What ends a command line longer than :data:`~gputui.model.MAX_COMMAND_CHARS` bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,23 @@ def is_kernel_thread(pid: int, proc_root: str = "/proc") -> bool | None:
         return None
 
 
+def read_cmdline(pid: int, proc_root: str = "/proc", limit: int = MAX_COMMAND_CHARS) -> str | None:
+    """``/proc/PID/cmdline`` as one line, its arguments joined by spaces (as ``ps`` shows them),
+    from at most ``limit`` bytes: a longer one ends with :data:`CMDLINE_CUT`. None when it
+    cannot be read or is empty (a kernel thread, a zombie)."""
+    try:
+        with open(f"{proc_root}/{pid}/cmdline", "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    cut = len(data) > limit
+    data = data[:limit] if cut else data.removesuffix(b"\0")
+    text = data.replace(b"\0", b" ").decode("utf-8", errors="replace")
+    if not text:
+        return None
+    return text + CMDLINE_CUT if cut else text
+
+
 def _int(fields: list[str], index: int) -> int | None:
     try:
         return int(fields[index])
@@ -75,4 +97,13 @@ def _int(fields: list[str], index: int) -> int | None:
         return None
 
 
-__all__ = ["KTHREADD_PID", "PF_KTHREAD", "ProcStat", "is_kernel_thread", "parse_stat", "read_stat"]
+__all__ = [
+    "CMDLINE_CUT",
+    "KTHREADD_PID",
+    "PF_KTHREAD",
+    "ProcStat",
+    "is_kernel_thread",
+    "parse_stat",
+    "read_cmdline",
+    "read_stat",
+]

@@ -60,6 +60,11 @@ PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME"
 MIG_PROCESS_COLUMNS = ("GPU", "GI", "CI", *PROCESS_COLUMNS[1:])
 """The process table when processes run in MIG instances (the ids ``nvidia-smi`` shows)."""
 MIG_INDENT = " " * 5
+WORKLOAD_WIDTH = 40
+"""Cells of the JOB / POD column at most: every row is padded to the widest cell, and a job or
+pod name can be megabytes (longer ones are clipped with … as the dashboard clips them)."""
+USER_WIDTH = 32
+"""Cells of the USER column at most (a recording's user can be anything)."""
 
 
 def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
@@ -234,7 +239,7 @@ def _process_row(snapshot: Snapshot, proc: ProcessSample, workloads: bool = Fals
     row = [
         str(proc.gpu_index),
         str(proc.pid),
-        sanitize(proc.user or NA),
+        _clipped(proc.user or NA, USER_WIDTH),
         fmt_bytes(proc.gpu_memory_bytes),
         "-" if proc.sm_pct is None else f"{proc.sm_pct:.0f}",
         "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
@@ -242,8 +247,17 @@ def _process_row(snapshot: Snapshot, proc: ProcessSample, workloads: bool = Fals
         fmt_elapsed(proc.running_for(snapshot.timestamp)),
     ]
     if workloads:
-        return [*row, workload_label(proc) or "-", command_text(proc.command, proc.name, None)]
+        workload = _clipped(workload_label(proc) or "-", WORKLOAD_WIDTH)
+        return [*row, workload, command_text(proc.command, proc.name, None)]
     return [*row, command_text(proc.command, proc.name, proc.container_id)]
+
+
+def _clipped(text: str, width: int) -> str:
+    """``text`` made safe and at most ``width`` cells, ending in … when cut."""
+    safe = sanitize(text[: 4 * width])  # the cut first: a cell is never megabytes to measure
+    if len(text) <= 4 * width and cell_width(safe) <= width:
+        return safe
+    return clip(safe, width - 1) + "…"
 
 
 def _seconds(value: float) -> str:

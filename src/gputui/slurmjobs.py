@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gputui.model import MAX_NAME_CHARS
+
 TIMEOUT_S = 5.0
 """How long one ``scontrol`` may take."""
 RETRY_S = 300.0
@@ -27,7 +29,7 @@ MAX_JOBS = 4096
 """Jobs remembered before the cache starts over."""
 
 _NAME = re.compile(r"(?:^|\s)JobName=(.*?)(?=\s+\w+=|\s*$)")
-_USER = re.compile(r"(?:^|\s)UserId=([^\s(]+)")
+_USER = re.compile(r"(?:^|\s)UserId=([^\s(]+)(?:\((\d+)\))?")
 _AUTO = "auto"
 
 
@@ -38,6 +40,17 @@ class SlurmJob:
     job_id: str
     name: str | None = None
     user: str | None = None
+    uid: int | None = None
+    """The user's id (``UserId=alice(1000)``), to tell the job's processes from others'."""
+
+    def owned_by(self, uid: int | None, user: str | None) -> bool | None:
+        """Whether a process of ``uid`` (``user``) may be this job's: its user id (else name) is
+        the job's; None when either side does not say."""
+        if uid is not None and self.uid is not None:
+            return uid == self.uid
+        if user is not None and self.user is not None:
+            return user == self.user
+        return None
 
 
 def parse_show_job(job_id: str, text: str) -> SlurmJob | None:
@@ -47,10 +60,11 @@ def parse_show_job(job_id: str, text: str) -> SlurmJob | None:
             continue
         name = _NAME.search(line)
         user = _USER.search(line)
-        job_name = name.group(1).strip() if name else None
-        job_user = user.group(1) if user else None
+        job_name = name.group(1).strip()[:MAX_NAME_CHARS] if name else None
+        job_user = user.group(1)[:MAX_NAME_CHARS] if user else None
+        uid = int(user.group(2)) if user and user.group(2) else None
         if job_name or job_user:
-            return SlurmJob(job_id, job_name or None, job_user or None)
+            return SlurmJob(job_id, job_name or None, job_user or None, uid)
     return None
 
 

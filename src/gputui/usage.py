@@ -14,8 +14,11 @@ result on the snapshot (:class:`gputui.model.Usage`). How it counts:
   in MIG mode, on NVML) is not counted (``observed_s`` stays 0).
 - **Energy.** The sum of the energy counter's increases between readings (``GpuSample.energy_j``
   is the driver's cumulative counter). A decrease is a counter reset (driver reload, GPU reset):
-  that interval adds nothing and counting goes on from the new value. None for a GPU without an
-  energy counter (no estimate from power is made).
+  that interval adds nothing and counting goes on from the new value. So is an increase beyond
+  what the GPU can draw in the interval (:func:`max_energy_increase`: its power limit, else
+  :data:`DEFAULT_MAX_POWER_W`, x the time x :data:`ENERGY_MARGIN`), such as the driver's
+  "no value" of 2^63 mJ: one bogus reading would otherwise add 1.8e16 J for good. None for a GPU
+  without an energy counter (no estimate from power is made).
 - **Cost.** With a price per GPU-hour (``--gpu-hour-price``, or ``GPUTUI_GPU_HOUR_PRICE``): the
   idle GPUs of this reading x price is the cost per hour of the idle share; idle GPU-hours over
   the session x price is what idling cost so far.
@@ -38,6 +41,14 @@ HELD_MEMORY_BYTES = 1024**3
 MAX_GAP_INTERVALS = 3.0
 MIN_GAP_S = 10.0
 PRICE_ENV = "GPUTUI_GPU_HOUR_PRICE"
+DEFAULT_MAX_POWER_W = 2000.0
+"""What a GPU that reports neither its power limit nor its draw is assumed to draw at most."""
+ENERGY_MARGIN = 2.0
+"""How far above its power limit (draw spikes, readings taken a little apart) a GPU's energy
+counter may rise before the increase is taken for a bogus reading."""
+MIN_ENERGY_INTERVAL_S = 1.0
+"""The shortest interval an energy increase is judged over (readings close together have
+proportionally more timing error)."""
 
 _configured_price: float | None = None
 _price_configured = False
@@ -93,10 +104,22 @@ def configured_gpu_hour_price() -> float | None:
         return None
 
 
+def max_energy_increase(sample: GpuSample, elapsed_s: float) -> float:
+    """The most energy (J) ``sample``'s GPU can have used over ``elapsed_s`` seconds: the larger
+    of its power limit and its draw (else :data:`DEFAULT_MAX_POWER_W`) x the time (at least
+    :data:`MIN_ENERGY_INTERVAL_S`) x :data:`ENERGY_MARGIN`."""
+    known = [
+        w for w in (sample.power_limit_w, sample.power_w) if w is not None and math.isfinite(w)
+    ]
+    watts = max(known) if known and max(known) > 0 else DEFAULT_MAX_POWER_W
+    return watts * max(elapsed_s, MIN_ENERGY_INTERVAL_S) * ENERGY_MARGIN
+
+
 @dataclass(slots=True)
 class _GpuState:
     last_ts: float | None = None
     last_energy: float | None = None
+    last_energy_ts: float = 0.0
     observed_s: float = 0.0
     idle_s: float = 0.0
     held_idle_s: float = 0.0
@@ -181,8 +204,11 @@ class UsageMeter:
                 state.energy_j = 0.0
             last = state.last_energy
             if last is not None and energy > last:
-                state.energy_j += energy - last
-            state.last_energy = energy  # a decrease (reset) adds nothing: count from here
+                increase = energy - last
+                if increase <= max_energy_increase(sample, now - state.last_energy_ts):
+                    state.energy_j += increase
+            # a decrease (reset) or an impossible jump adds nothing: count from here
+            state.last_energy, state.last_energy_ts = energy, now
 
     def _usage(self) -> Usage:
         assert self._since is not None
@@ -300,9 +326,12 @@ def idle_summary(usage: Usage | None) -> str:
 
 
 __all__ = [
+    "DEFAULT_MAX_POWER_W",
+    "ENERGY_MARGIN",
     "HELD_MEMORY_BYTES",
     "IDLE_UTIL_PCT",
     "MAX_GAP_INTERVALS",
+    "MIN_ENERGY_INTERVAL_S",
     "MIN_GAP_S",
     "PRICE_ENV",
     "UsageMeter",
@@ -313,6 +342,7 @@ __all__ = [
     "fmt_money",
     "idle_state",
     "idle_summary",
+    "max_energy_increase",
     "parse_price",
     "price_from_env",
     "session_idle_share",

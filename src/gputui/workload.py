@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.attribution import is_rootless
 from gputui.model import ProcessSample
 
 WorkloadKind = Literal["slurm", "pod", "container"]
@@ -27,7 +28,8 @@ class Workload:
 
     kind: WorkloadKind
     key: str
-    """Identity: the job id, the pod UID, the container id."""
+    """Identity: the job id, the pod UID, the container id (a rootless container's with its
+    runtime before it: ``rootless podman:<id>``)."""
     label: str
     """What a view shows: ``job 4242 train``, ``pod ml/trainer-0``, ``ctr vllm``."""
 
@@ -59,7 +61,10 @@ def workload_of(p: ProcessSample) -> Workload | None:
         return Workload("pod", p.k8s_pod_uid or pod, f"pod {pod}")
     container = short_container(p)
     if container is not None:
-        return Workload("container", p.container_id or container, f"ctr {container}")
+        key = p.container_id or container
+        if is_rootless(p.container_runtime):  # a user's own: never summed with root's of that id
+            key = f"{p.container_runtime}:{key}"
+        return Workload("container", key, f"ctr {container}")
     return None
 
 

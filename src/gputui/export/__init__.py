@@ -5,18 +5,27 @@
 from __future__ import annotations
 
 from gputui.export.collector import GpuCollector, render
-from gputui.export.dcgm import DCGM_COUNTERS, DCGM_GAUGES, DCGM_LABELS, dcgm_labels
+from gputui.export.dcgm import (
+    DCGM_COUNTERS,
+    DCGM_GAUGES,
+    DCGM_LABELS,
+    MAX_LABEL_CHARS,
+    dcgm_labels,
+    label_value,
+)
 from gputui.export.server import Listen, MetricsServer, is_loopback, metrics_app, parse_listen
 
 __all__ = [
     "DCGM_COUNTERS",
     "DCGM_GAUGES",
     "DCGM_LABELS",
+    "MAX_LABEL_CHARS",
     "GpuCollector",
     "Listen",
     "MetricsServer",
     "dcgm_labels",
     "is_loopback",
+    "label_value",
     "metrics_app",
     "parse_listen",
     "render",

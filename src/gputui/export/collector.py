@@ -28,10 +28,12 @@ process outside MIG, and on ``pid="other"``); elsewhere they keep the labels the
 Who uses the GPUs: every per-process series also carries ``slurm_job``, ``pod``, ``namespace`` and
 ``container`` (empty when unknown, which Prometheus treats as absent), and GPU memory, SM % and
 process counts are summed per Slurm job, pod and container on each GPU
-(``gputui_{job,pod,container}_*``, bounded like the processes). Usage since the exporter started
-(:mod:`gputui.usage`): ``gputui_gpu_energy_joules_total``, ``gputui_gpu_idle_seconds_total``,
-``gputui_gpu_held_idle_seconds_total``, ``gputui_gpu_observed_seconds_total`` and, with a price,
-``gputui_node_idle_cost_per_hour``.
+(``gputui_{job,pod,container}_*``, labelled ``slurm_job``, ``pod`` and ``namespace``,
+``container``; bounded like the processes). No series has a ``job`` or ``instance`` label: those
+are Prometheus' own (a target's ``job`` would be renamed ``exported_job``). Usage since the
+exporter started (:mod:`gputui.usage`): ``gputui_gpu_energy_joules_total``,
+``gputui_gpu_idle_seconds_total``, ``gputui_gpu_held_idle_seconds_total``,
+``gputui_gpu_observed_seconds_total`` and, with a price, ``gputui_node_idle_cost_per_hour``.
 
 Probe metrics (achieved bandwidth and FLOP/s) are not exported: they arrive with the performance
 probe, which will add its own ``gputui_probe_*`` families here.
@@ -59,6 +61,7 @@ from gputui.export.dcgm import (
     DCGM_XID,
     DEFAULT_TOP_PROCESSES,
     dcgm_labels,
+    label_value,
 )
 from gputui.health.rollup import gpu_severity, worst
 from gputui.mig import has_mig, mig_views
@@ -75,7 +78,8 @@ from gputui.workload import WorkloadUsage, short_container, usage_by, workload_o
 
 
 class _Families:
-    """Families by name, created on first sample, yielded in creation order (empty ones never)."""
+    """Families by name, created on first sample, yielded in creation order (empty ones never).
+    Every label value goes through :func:`~gputui.export.dcgm.label_value` on its way in."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, Metric] = {}
@@ -87,21 +91,21 @@ class _Families:
         if family is None:
             family = self._gauges[name] = GaugeMetricFamily(name, doc, labels=list(labels))
             self._by_name[name] = family
-        family.add_metric(list(labels.values()), value)
+        family.add_metric([label_value(v) for v in labels.values()], value)
 
     def counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
         family = self._counters.get(name)
         if family is None:
             family = self._counters[name] = CounterMetricFamily(name, doc, labels=list(labels))
             self._by_name[name] = family
-        family.add_metric(list(labels.values()), value)
+        family.add_metric([label_value(v) for v in labels.values()], value)
 
     def bare_counter(self, name: str, doc: str, labels: dict[str, str], value: float) -> None:
         """A counter whose sample keeps ``name`` as is (DCGM style, no ``_total`` added)."""
         family = self._by_name.get(name)
         if family is None:
             family = self._by_name[name] = Metric(name, doc, "counter")
-        family.add_sample(name, labels, value)
+        family.add_sample(name, {k: label_value(v) for k, v in labels.items()}, value)
 
     def __iter__(self) -> Iterator[Metric]:
         return iter(self._by_name.values())
@@ -135,7 +139,8 @@ class GpuCollector(Collector):
             labels=["version", "backend", "driver"],
         )
         if node is not None:
-            info.add_metric([__version__, node.backend, node.driver_version or ""], 1)
+            values = [__version__, node.backend, node.driver_version or ""]
+            info.add_metric([label_value(v) for v in values], 1)
         yield info
         if snapshot is None:
             return
@@ -350,8 +355,8 @@ class GpuCollector(Collector):
 
     def _workloads(self, out: _Families, snapshot: Snapshot) -> None:
         """GPU memory, SM % and processes summed per Slurm job, pod and container (one not in a
-        pod), per GPU (``sum by (job)`` gives a job's total): the top N per GPU by memory, the
-        rest summed into ``job="other"`` (``pod``, ``container``)."""
+        pod), per GPU (``sum by (slurm_job)`` gives a job's total): the top N per GPU by memory,
+        the rest summed into ``slurm_job="other"`` (``pod``, ``container``)."""
         last: dict[tuple[str, str], ProcessSample] = {}
         for p in snapshot.processes:
             w = workload_of(p)
@@ -364,7 +369,7 @@ class GpuCollector(Collector):
         for (kind, gpu), rows in sorted(groups.items()):
             rows.sort(key=lambda r: (-(r.gpu_memory_bytes or 0), r.workload.key))
             top, rest = rows[: self.top_processes], rows[self.top_processes :]
-            word = _KIND_WORD[kind]
+            word, label = _KIND_WORD[kind], _KIND_LABEL[kind]
             for row in top:
                 p = last[(kind, row.workload.key)]
                 self._workload_series(out, word, _workload_labels(kind, row, p), row, gpu)
@@ -375,14 +380,14 @@ class GpuCollector(Collector):
                         "A Slurm job with GPU processes on this node, with its name and user "
                         "where scontrol told them (always 1).",
                         {
-                            "job": row.workload.key,
+                            "slurm_job": row.workload.key,
                             "job_name": p.slurm_job_name or "",
                             "job_user": p.slurm_job_user or "",
                         },
                         1.0,
                     )
             if rest:
-                labels = {"pod": "other", "namespace": ""} if kind == "pod" else {word: "other"}
+                labels = {"pod": "other", "namespace": ""} if kind == "pod" else {label: "other"}
                 memory = [r.gpu_memory_bytes for r in rest if r.gpu_memory_bytes is not None]
                 sm = [r.sm_pct for r in rest if r.sm_pct is not None]
                 summed = WorkloadUsage(
@@ -527,11 +532,15 @@ def pod_name(p: ProcessSample) -> str:
 
 
 _KIND_WORD = {"slurm": "job", "pod": "pod", "container": "container"}
+"""The word in a workload family's name: ``gputui_job_gpu_memory_bytes``."""
+_KIND_LABEL = {"slurm": "slurm_job", "pod": "pod", "container": "container"}
+"""The label naming the workload. Never ``job`` (nor ``instance``): Prometheus sets those on
+every scraped series, and a target's own ``job`` would arrive as ``exported_job``."""
 
 
 def _workload_labels(kind: str, row: WorkloadUsage, p: ProcessSample) -> dict[str, str]:
     if kind == "slurm":
-        return {"job": row.workload.key}
+        return {"slurm_job": row.workload.key}
     if kind == "pod":
         return {"pod": pod_name(p), "namespace": p.k8s_namespace or ""}
     return {"container": short_container(p) or ""}

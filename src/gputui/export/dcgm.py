@@ -3,6 +3,7 @@
 Names, units, types and labels (``gpu``, ``UUID``, ``pci_bus_id``, ``device``, ``modelName``,
 ``Hostname``) follow NVIDIA's DCGM exporter for what DCGM has, so DCGM Grafana dashboards and
 alerts work unchanged: memory in MiB, power in W, energy in mJ, clocks in MHz, utilization in %.
+Every label value the exporter writes goes through :func:`label_value` (sanitised, bounded).
 No Prometheus library is needed to read this module.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gputui.format import sanitize
 from gputui.model import GpuInfo, GpuSample
 
 MIB = 1024 * 1024
@@ -19,6 +21,17 @@ DEFAULT_TOP_PROCESSES = 10
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
+MAX_LABEL_CHARS = 128
+"""Characters a label value keeps (a name from outside can be megabytes long)."""
+
+
+def label_value(text: str) -> str:
+    """``text`` as a label value: its first :data:`MAX_LABEL_CHARS` characters, with control
+    characters (newlines included), bidi controls and the like replaced by ``?``
+    (:func:`gputui.format.sanitize`). Names of processes, containers, pods and Slurm jobs come
+    from users; ``curl /metrics`` in a terminal must not run their escape sequences."""
+    return sanitize(text[:MAX_LABEL_CHARS])
+
 
 SampleValue = Callable[[GpuSample], "float | None"]
 """How one metric's value is read off a GPU sample (None: not reported)."""

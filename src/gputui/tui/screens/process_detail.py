@@ -23,7 +23,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from gputui.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.history import History
 from gputui.mig import instance_label, instances_by_uuid
 from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
@@ -273,7 +273,7 @@ class ProcessDetailScreen(Screen[None]):
             ("Started", _fmt_start(proc.start_time)),
             ("Elapsed", fmt_elapsed(elapsed)),
             ("Name", sanitize(proc.name or NA)),
-            ("Command", sanitize(proc.command or proc.name or NA)),
+            ("Command", command_text(proc.command, proc.name, None)),
         ]
         text = Text()
         for label, value in rows:
