@@ -17,13 +17,13 @@ import json
 import os
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from gputui import __version__
+from gputui.fleet.transport import MAX_ANSWER_BYTES, RedirectRefused, urllib_transport
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 """A bearer token for a secured Prometheus (``Authorization: Bearer ...``)."""
@@ -31,15 +31,14 @@ USER_ENV = "GPUTUI_PROMETHEUS_USER"
 PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
 """HTTP basic authentication (both must be set)."""
 DEFAULT_TIMEOUT_S = 10.0
-MAX_ANSWER_BYTES = 256 * 1024 * 1024
-"""A larger answer is refused rather than read into memory."""
 MAX_PARALLEL = 6
 """Queries of one batch in flight at once."""
 
 T = TypeVar("T")
 Transport = Callable[[str, Mapping[str, str], float], bytes]
 """``(url, headers, timeout) -> body`` of a GET; raises ``urllib.error.HTTPError`` for an HTTP
-error status and ``OSError`` (``URLError``, ``TimeoutError``) when there is no answer."""
+error status, ``OSError`` (``URLError``, ``TimeoutError``) when there is no answer and
+:class:`~gputui.fleet.transport.RedirectRefused` for a redirect to another server."""
 
 
 class PrometheusError(Exception):
@@ -111,14 +110,6 @@ def normalize_url(text: str) -> str:
     except ValueError:
         raise ValueError(f"--prometheus {text!r}: bad port") from None
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-
-
-def urllib_transport(url: str, headers: Mapping[str, str], timeout: float) -> bytes:
-    """The real HTTP GET (urllib honours the usual ``https_proxy`` / ``no_proxy`` variables)."""
-    request = urllib.request.Request(url, headers=dict(headers), method="GET")
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        body: bytes = response.read(MAX_ANSWER_BYTES + 1)
-    return body
 
 
 class PrometheusClient:
@@ -204,6 +195,8 @@ class PrometheusClient:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:
             body = self._transport(url, self._headers, self.timeout)
+        except RedirectRefused as exc:
+            raise PrometheusError(self.url, str(exc)) from None
         except urllib.error.HTTPError as exc:
             raise self._http_error(exc, promql) from None
         except TimeoutError:

@@ -1,0 +1,214 @@
+"""`gputui fleet` against misbehaving Prometheus servers, each a plain HTTP server on loopback:
+redirects to another server (the credentials must not follow), error messages and labels with
+control characters, values no health status holds (±Inf, NaN, huge), JSON nested 100,000 deep,
+answers that trickle in a byte at a time or run past the size cap. The fleet answers every time
+with a clear message, within --timeout, in bounded memory, and one bad node never hides the
+others."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.test_fleet import synthetic_answers
+
+from gputui import cli
+from gputui.fleet import promql
+from gputui.fleet.client import PrometheusClient, PrometheusError, auth_from_env
+from gputui.fleet.transport import origin
+
+ROOT = Path(__file__).resolve().parent.parent
+ESC = "\x1b"
+KEYS = {query: key for key, query in promql.refresh_queries("").all().items()}
+"""The refresh query -> its key in :func:`synthetic_answers`."""
+EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
+
+Respond = Callable[["Handler"], None]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: FakePrometheus
+
+    def do_GET(self) -> None:
+        self.server.requests.append((self.path, dict(self.headers)))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client left
+            self.server.respond(self)
+
+    @property
+    def query(self) -> str:
+        params = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        return params.get("query", [""])[0]
+
+    def send(self, body: bytes | object, status: int = 200, **headers: str) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+class FakePrometheus(ThreadingHTTPServer):
+    """A server on 127.0.0.1 that answers each GET with ``respond(handler)`` and records the
+    requests (path, headers)."""
+
+    daemon_threads = True
+
+    def __init__(self, respond: Respond) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.respond = respond
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.stop = threading.Event()
+        """Set at teardown: a handler that trickles forever ends."""
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Respond], FakePrometheus]]:
+    servers: list[FakePrometheus] = []
+
+    def start(respond: Respond) -> FakePrometheus:
+        servers.append(FakePrometheus(respond))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def fleet_answers(change: Callable[[dict[str, Any]], None] | None = None) -> Respond:
+    """Answers the refresh of three nodes of two GPUs (:func:`synthetic_answers`), after
+    ``change(answers)``."""
+    answers = synthetic_answers(3, 2, at=time.time())  # scraped a second ago
+    if change is not None:
+        change(answers)
+
+    def respond(handler: Handler) -> None:
+        handler.send(answers.get(KEYS.get(handler.query, ""), EMPTY))
+
+    return respond
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(["fleet", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def python(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``python ARGS`` with gputui and the tests importable: the result and how long it took."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    return result, time.monotonic() - started
+
+
+# -- redirects -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [{"GPUTUI_PROMETHEUS_TOKEN": "s3cret"},
+     {"GPUTUI_PROMETHEUS_USER": "admin", "GPUTUI_PROMETHEUS_PASSWORD": "s3cret"}],
+    ids=["token", "basic"],
+)  # fmt: skip
+def test_a_redirect_to_another_server_gets_no_credentials(
+    serve: Callable[[Respond], FakePrometheus], environ: dict[str, str]
+) -> None:
+    other = serve(lambda h: h.send(EMPTY))  # another port: another origin
+    first = serve(lambda h: h.send(b"", 302, Location=f"{other.url}{h.path}"))
+    client = PrometheusClient(first.url, authorization=auth_from_env(environ))
+    with pytest.raises(PrometheusError) as caught:
+        client.query("up", 1.0)
+    assert other.requests == []
+    assert len(first.requests) == 1 and "Authorization" in first.requests[0][1]
+    reason = caught.value.reason
+    assert "redirect" in reason and f"{other.url}/api/v1/query" in reason
+
+
+def test_a_redirect_within_the_same_server_is_followed(
+    serve: Callable[[Respond], FakePrometheus],
+) -> None:
+    def respond(handler: Handler) -> None:
+        if handler.path.startswith("/prometheus/"):
+            handler.send(EMPTY)
+        else:
+            handler.send(b"", 307, Location=f"/prometheus{handler.path}")
+
+    server = serve(respond)
+    client = PrometheusClient(server.url, authorization="Bearer s3cret")
+    assert client.query("up", 1.0) == []
+    assert [h.get("Authorization") for _, h in server.requests] == ["Bearer s3cret"] * 2
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["ftp://127.0.0.1:{port}/api/v1/query", "https://127.0.0.1:{port}/api/v1/query",
+     "http://localhost:{port}/api/v1/query", "file:///etc/passwd"],
+)  # fmt: skip
+def test_a_redirect_to_another_scheme_or_host_is_refused(
+    serve: Callable[[Respond], FakePrometheus], location: str
+) -> None:
+    server = serve(lambda h: h.send(b"", 302, Location=location.format(port=h.server.port)))
+    with pytest.raises(PrometheusError) as caught:
+        PrometheusClient(server.url, authorization="Bearer s3cret").query("up", 1.0)
+    assert len(server.requests) == 1
+    assert "redirect" in caught.value.reason
+    assert location.format(port=server.port) in caught.value.reason
+
+
+def test_a_refused_redirect_names_its_target_safely(
+    serve: Callable[[Respond], FakePrometheus], capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(lambda h: h.send(b"", 302, Location=f"http://evil.example/{ESC}[2J"))
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert (code, out) == (2, "")
+    assert ESC not in err and "http://evil.example/?[2J" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://Prom:9090/x", ("http", "prom", 9090)),
+        ("http://prom/x", ("http", "prom", 80)),
+        ("https://prom/x", ("https", "prom", 443)),
+        ("https://[::1]:8443", ("https", "::1", 8443)),
+        ("ftp://prom/x", None),
+        ("http://user:pw@prom/x", None),
+        ("http://prom:99999/x", None),
+        ("http:///x", None),
+    ],
+)
+def test_origin(url: str, expected: tuple[str, str, int] | None) -> None:
+    assert origin(url) == expected
