@@ -212,3 +212,47 @@ def test_a_refused_redirect_names_its_target_safely(
 )
 def test_origin(url: str, expected: tuple[str, str, int] | None) -> None:
     assert origin(url) == expected
+
+
+# -- what Prometheus says reaches the terminal sanitised -------------------------------------------
+
+FORGED = f"parse error\ngputui fleet: every node is ok{ESC}[2J\u202e"
+
+
+@pytest.mark.parametrize(
+    "respond",
+    [
+        lambda h: h.send({"status": "error", "errorType": "bad_data", "error": FORGED}, 400),
+        lambda h: h.send({"status": "error", "errorType": f"x\n{ESC}]0;t\a", "error": FORGED}),
+    ],
+    ids=["http-400", "status-error"],
+)
+def test_a_prometheus_error_message_cannot_forge_output_lines(
+    serve: Callable[[Respond], FakePrometheus],
+    capsys: pytest.CaptureFixture[str],
+    respond: Respond,
+) -> None:
+    server = serve(respond)
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith(f"gputui fleet: Prometheus at {server.url}: ")
+    assert ESC not in err and "\a" not in err and "\u202e" not in err
+    assert "parse error?gputui fleet: every node is ok?[2J?" in err
+
+
+def test_hostile_labels_in_the_json_and_on_stderr(
+    serve: Callable[[Respond], FakePrometheus], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = f"evil{ESC}]0;pwned\a\n\u202eabc"
+
+    def change(answers: dict[str, Any]) -> None:
+        for item in answers["last_seen"]["data"]["result"]:
+            if "gpu" in item["metric"]:
+                item["metric"].update(hostname=hostile, modelName=hostile, UUID=hostile)
+
+    server = serve(fleet_answers(change))
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert code == 0
+    assert ESC not in out and "\u202e" not in out and err == ""
+    nodes = json.loads(out)["nodes"]
+    assert {n["hostname"] for n in nodes} == {hostile}  # JSON escapes it, and it reads back

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from gputui import __version__
 from gputui.fleet.transport import MAX_ANSWER_BYTES, RedirectRefused, urllib_transport
+from gputui.format import sanitize
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 """A bearer token for a secured Prometheus (``Authorization: Bearer ...``)."""
@@ -45,9 +46,12 @@ class PrometheusError(Exception):
     """A query could not be answered: :attr:`url` and why (:attr:`reason`)."""
 
     def __init__(self, url: str, reason: str, *, status: int | None = None) -> None:
-        super().__init__(f"Prometheus at {url}: {reason}")
+        reason = sanitize(reason)  # one line, whatever the server put in it
+        super().__init__(f"Prometheus at {sanitize(url)}: {reason}")
         self.url = url
         self.reason = reason
+        """Why, as one line safe to print (control characters, newlines and bidi controls of
+        the server's messages replaced)."""
         self.status = status
         """The HTTP status, when there was one."""
 
