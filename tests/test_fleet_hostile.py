@@ -7,6 +7,7 @@ others."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -24,6 +25,7 @@ import pytest
 from tests.test_fleet import synthetic_answers
 
 from gputui import cli
+from gputui.commands.fleet import make_source
 from gputui.fleet import promql
 from gputui.fleet.client import PrometheusClient, PrometheusError, auth_from_env
 from gputui.fleet.transport import origin
@@ -256,3 +258,136 @@ def test_hostile_labels_in_the_json_and_on_stderr(
     assert ESC not in out and "\u202e" not in out and err == ""
     nodes = json.loads(out)["nodes"]
     assert {n["hostname"] for n in nodes} == {hostile}  # JSON escapes it, and it reads back
+
+
+# -- one bad node does not blind the fleet ---------------------------------------------------------
+
+BAD_VALUES = ["+Inf", "-Inf", "NaN", "1e308", "-1", "7", "2.5"]
+
+
+def set_value(name: str, value: str, instance: str = "gpu-002:9400", gpu: str | None = None):
+    """A change of :func:`fleet_answers`: ``name`` of ``instance`` (and ``gpu``) reads ``value``
+    (the series is added when the answer has none)."""
+
+    def change(answers: dict[str, Any]) -> None:
+        result = answers["values"]["data"]["result"]
+        for item in result:
+            m = item["metric"]
+            if (m["__name__"], m["instance"], m.get("gpu")) == (name, instance, gpu):
+                item["value"][1] = value
+                return
+        labels = {"__name__": name, "instance": instance}
+        if gpu is not None:
+            labels["gpu"] = gpu
+        if name == promql.GPUTUI_FINDINGS:
+            labels.update(rule="temperature", severity="warn")
+        result.append({"metric": labels, "value": [time.time(), value]})
+
+    return change
+
+
+def json_fleet(
+    serve: Callable[[Respond], FakePrometheus],
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[dict[str, Any]], None],
+) -> tuple[int, dict[str, Any], str]:
+    server = serve(fleet_answers(change))
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert "internal error" not in err and "Traceback" not in err, err
+    return code, json.loads(out) if out else {}, err
+
+
+BAD = [(promql.GPUTUI_NODE_STATUS, None, value) for value in BAD_VALUES]
+BAD += [(promql.GPUTUI_STATUS, "1", value) for value in BAD_VALUES]
+BAD += [(promql.GPUTUI_STALL, None, value) for value in ("+Inf", "-Inf", "NaN", "1e308", "-1")]
+BAD += [(promql.GPUTUI_FINDINGS, "0", v) for v in ("+Inf", "-Inf", "NaN", "1e308", "-1", "2.5")]
+
+
+@pytest.mark.parametrize(("name", "gpu", "value"), BAD)
+def test_a_value_no_status_holds_makes_that_node_unknown(
+    serve: Callable[[Respond], FakePrometheus],
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    gpu: str | None,
+    value: str,
+) -> None:
+    code, fleet, err = json_fleet(serve, capsys, set_value(name, value, gpu=gpu))
+    health = {n["hostname"]: n["health"] for n in fleet["nodes"]}
+    assert health == {"node-000": "ok", "node-001": "ok", "node-002": "unknown"}, fleet
+    assert code == 1 and err == ""
+    (bad,) = (n for n in fleet["nodes"] if n["hostname"] == "node-002")
+    assert any(name in reason and "not" in reason for reason in bad["reasons"]), bad["reasons"]
+
+
+@pytest.mark.parametrize(
+    "label", ["²", "1" * 5000, "-1", "0x1", " 1", "١", "01", ""], ids=lambda label: repr(label[:8])
+)
+def test_a_gpu_label_that_is_no_index_is_left_out(
+    serve: Callable[[Respond], FakePrometheus], capsys: pytest.CaptureFixture[str], label: str
+) -> None:
+    def change(answers: dict[str, Any]) -> None:
+        for key in ("values", "last_seen"):
+            for item in answers[key]["data"]["result"]:
+                metric = item["metric"]
+                if (metric["instance"], metric.get("gpu")) == ("gpu-001:9400", "1"):
+                    metric["gpu"] = label
+        answers["values"]["data"]["result"].append(
+            {"metric": {"__name__": promql.GPUTUI_FINDINGS, "instance": "gpu-000:9400",
+                        "gpu": label, "rule": "x", "severity": "info"}, "value": [0, "1"]}
+        )  # fmt: skip
+
+    code, fleet, err = json_fleet(serve, capsys, change)
+    assert (code, err) == (0, "")
+    gpus = {n["hostname"]: [g["index"] for g in n["gpus"]] for n in fleet["nodes"]}
+    assert gpus == {"node-000": [0, 1], "node-001": [0], "node-002": [0, 1]}
+
+
+@pytest.mark.parametrize(
+    "labels", [{"instance": 5}, {"instance": ["a"]}, {"instance": None}, {"__name__": {}}]
+)
+def test_labels_that_are_not_strings_are_a_malformed_answer(
+    serve: Callable[[Respond], FakePrometheus],
+    capsys: pytest.CaptureFixture[str],
+    labels: dict[str, Any],
+) -> None:
+    def change(answers: dict[str, Any]) -> None:
+        answers["values"]["data"]["result"][0]["metric"].update(labels)
+
+    code, fleet, err = json_fleet(serve, capsys, change)
+    assert (code, fleet) == (2, {})
+    assert "malformed labels in the answer to" in err
+
+
+DEEP = b'{"status":"success","data":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_json_nested_too_deeply_is_a_clear_error(
+    serve: Callable[[Respond], FakePrometheus], capsys: pytest.CaptureFixture[str], status: int
+) -> None:
+    server = serve(lambda h: h.send(DEEP, status))
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert (code, out) == (2, "")
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert ("nested too deeply" if status == 200 else "HTTP 400 Bad Request") in err
+    assert err.startswith(f"gputui fleet: Prometheus at {server.url}: ")
+
+
+@pytest.mark.usefixtures("tui_env")
+async def test_the_fleet_screen_lists_the_other_nodes() -> None:
+    from gputui.tui.fleet.app import FleetApp
+
+    server = FakePrometheus(fleet_answers(set_value(promql.GPUTUI_NODE_STATUS, "+Inf")))
+    try:
+        app = FleetApp(make_source(server.url), interval=5.0, start_poller=False)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await asyncio.get_running_loop().run_in_executor(None, app.poll_now)
+            await pilot.pause()
+            assert not app.fleet_screen.banner.display, app.error
+            nodes = app.fleet_screen.nodes.visible_items
+            assert [n.health for n in nodes] == ["unknown", "ok", "ok"]
+            assert "gputui_node_health_status is +Inf" in nodes[0].reasons[0]
+    finally:
+        server.stop.set()
+        server.shutdown()
+        server.server_close()

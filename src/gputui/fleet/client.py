@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from gputui import __version__
 from gputui.fleet.transport import MAX_ANSWER_BYTES, RedirectRefused, urllib_transport
@@ -151,7 +151,7 @@ class PrometheusClient:
             samples = [Sample(item["metric"], float(item["value"][1])) for item in result]
         except (KeyError, IndexError, TypeError, ValueError):
             raise PrometheusError(self.url, f"malformed answer to {promql!r}") from None
-        if not all(type(sample.labels) is dict for sample in samples):
+        if not all(_is_labels(sample.labels) for sample in samples):
             raise PrometheusError(self.url, f"malformed labels in the answer to {promql!r}")
         return samples
 
@@ -230,6 +230,10 @@ class PrometheusClient:
             raise PrometheusError(
                 self.url, "the answer is not JSON: is this the URL of a Prometheus server?"
             ) from None
+        except RecursionError:
+            raise PrometheusError(
+                self.url, "the answer is JSON nested too deeply for a Prometheus answer"
+            ) from None
         if not isinstance(answer, dict):
             raise PrometheusError(self.url, "unexpected answer: is this a Prometheus server?")
         return answer
@@ -254,7 +258,7 @@ class PrometheusClient:
             return PrometheusError(self.url, reason, status=status)
         try:
             answer = json.loads(body) if body else None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             answer = None
         if isinstance(answer, dict) and answer.get("status") == "error":
             return PrometheusError(self.url, _api_error(answer, promql), status=status)
@@ -284,9 +288,14 @@ def _why(reason: object) -> str:
 
 def _labels(item: dict[str, Any], promql: str, url: str) -> dict[str, str]:
     metric = item.get("metric", {})
-    if not isinstance(metric, dict):
+    if not _is_labels(metric):
         raise PrometheusError(url, f"malformed labels in the answer to {promql!r}")
     return metric
+
+
+def _is_labels(labels: object) -> TypeGuard[dict[str, str]]:
+    """Whether ``labels`` is a label set: a dict of strings to strings (JSON keys always are)."""
+    return type(labels) is dict and all(type(value) is str for value in labels.values())
 
 
 def _value(pair: object, promql: str, url: str) -> float:
