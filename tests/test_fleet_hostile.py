@@ -391,3 +391,134 @@ async def test_the_fleet_screen_lists_the_other_nodes() -> None:
         server.stop.set()
         server.shutdown()
         server.server_close()
+
+
+# -- time and memory stay bounded ------------------------------------------------------------------
+
+
+def trickle(what: str) -> Respond:
+    """A server that sends its answer a byte a second, forever: the whole response
+    (``response``) or the body after prompt headers (``body``)."""
+
+    def respond(handler: Handler) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999999\r\n\r\n"
+        )
+        if what == "body":
+            handler.wfile.write(head)
+            handler.wfile.flush()
+        data = (head if what == "response" else b"") + b" " * 10**6
+        for byte in data:
+            if handler.server.stop.wait(1.0):
+                return
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+
+    return respond
+
+
+@pytest.mark.parametrize("what", ["body", "response"])
+def test_a_trickling_server_cannot_hold_a_refresh_past_the_timeout(
+    serve: Callable[[Respond], FakePrometheus], what: str
+) -> None:
+    server = serve(trickle(what))
+    result, took = python(
+        "-m", "gputui", "fleet", "--json", "--prometheus", server.url, "--timeout", "3"
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"Prometheus at {server.url}: no answer within 3 s" in result.stderr
+    assert took < 15  # --timeout bounds the whole refresh (3 s), not each read (1 s apart)
+
+
+QUIT = """
+import asyncio, sys
+from gputui.commands.fleet import make_source
+from gputui.tui.fleet.app import FleetApp
+
+async def main() -> None:
+    app = FleetApp(make_source(sys.argv[1], timeout=600), interval=5.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(1.0)
+        assert app.refreshes == 0  # still reading the answer
+        await pilot.press("q")
+
+asyncio.run(main())
+print("quit", flush=True)
+"""
+
+
+def test_quitting_ends_the_process_while_a_refresh_is_in_flight(
+    serve: Callable[[Respond], FakePrometheus],
+) -> None:
+    server = serve(trickle("body"))
+    result, took = python("-c", QUIT, server.url)
+    assert result.returncode == 0 and result.stdout == "quit\n", result.stderr
+    assert took < 15  # nothing waits for the threads still reading
+
+
+def padded(size: int) -> bytes:
+    """An empty vector answer of ``size`` bytes (valid JSON)."""
+    head = b'{"status":"success","data":{"resultType":"vector","result":[]},"pad":"'
+    return head + b"x" * (size - len(head) - 2) + b'"}'
+
+
+@pytest.mark.parametrize(("answers", "size"), [(1, 33 * 2**20), (5, 7 * 2**20)])
+def test_the_answers_of_one_refresh_are_capped_together(
+    serve: Callable[[Respond], FakePrometheus],
+    capsys: pytest.CaptureFixture[str],
+    answers: int,
+    size: int,
+) -> None:
+    big, small = padded(size), json.dumps(EMPTY).encode()
+    values_query = promql.refresh_queries("").values
+    queries = list(promql.refresh_queries("").all().values())[:answers]
+    server = serve(lambda h: h.send(big if h.query in queries else small))
+    assert values_query in queries
+    code, out, err = run_cli(capsys, "--prometheus", server.url, "--json")
+    assert (code, out) == (2, "")
+    assert "answers larger than 32 MiB" in err, err
+
+
+def series_answer(size: int) -> bytes:
+    """A vector of DCGM-like series (8 GPUs x 15 fields per node) of about ``size`` bytes."""
+    items = []
+    total = 0
+    while total < size:
+        n = len(items)
+        node, rest = divmod(n, 120)
+        labels = {"__name__": f"DCGM_FI_DEV_F{rest % 15}", "instance": f"gpu-{node:05d}:9400",
+                  "gpu": str(rest // 15)}  # fmt: skip
+        items.append(json.dumps({"metric": labels, "value": [1.8e9, str(n % 100)]}))
+        total += len(items[-1]) + 1
+    head = '{"status":"success","data":{"resultType":"vector","result":['
+    return (head + ",".join(items) + "]}}").encode()
+
+
+PEAK_RSS = """
+import re, sys
+from gputui import cli
+code = cli.main(["fleet", "--json", "--prometheus", sys.argv[1], "--timeout", "300"])
+# VmHWM: this program's peak RSS (ru_maxrss would count the forking test process too)
+with open("/proc/self/status") as status:
+    print(re.search(r"VmHWM:\\s+(\\d+) kB", status.read()).group(1), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"), [(6 * 2**20, False), (31 * 2**20, True)], ids=["5x6MiB", "5x31MiB"]
+)
+def test_memory_stays_a_small_multiple_of_the_answers(
+    serve: Callable[[Respond], FakePrometheus], size: int, refused: bool
+) -> None:
+    """Five answers of 6 MiB (30 MiB, just under the cap) are read; five of 31 MiB are refused
+    once the cap is reached, before they take gigabytes."""
+    body = series_answer(size)
+    server = serve(lambda h: h.send(body))
+    result, _took = python("-c", PEAK_RSS, server.url, timeout=300)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert result.returncode == 2 if refused else result.returncode in (0, 1), result.stderr
+    assert ("answers larger than 32 MiB" in result.stderr) == refused, result.stderr
+    peak_mib = int(result.stderr.split()[-1]) / 1024
+    print(f"peak RSS {peak_mib:.0f} MiB for five answers of {size / 2**20:.0f} MiB")
+    assert peak_mib < 400

@@ -174,7 +174,7 @@ async def test_the_polling_thread_refreshes_on_its_interval() -> None:
 async def test_quitting_does_not_wait_for_a_prometheus_that_hangs() -> None:
     release = threading.Event()
 
-    def hanging(url: str, headers: object, timeout: float) -> bytes:
+    def hanging(url: str, headers: object, budget: object) -> bytes:
         release.wait(30)
         raise TimeoutError
 
