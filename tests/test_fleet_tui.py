@@ -254,3 +254,58 @@ async def test_no_control_character_from_a_label_reaches_the_screens() -> None:
         assert sum("evil?" in t for t in texts) >= 6, texts
         for text in texts:
             assert all(line.isprintable() for line in text.split("\n")), repr(text)
+
+
+# -- stale data ------------------------------------------------------------------------------------
+
+
+def clocked_app() -> tuple[FleetApp, Recorded, list[float]]:
+    """An app on the recorded answers whose clock the test moves (``clock[0]``)."""
+    clock = [RECORDED["time"]]
+    transport = Recorded(RECORDED["answers"])
+    source = FleetSource(PrometheusClient(BASE, transport=transport), clock=lambda: clock[0])
+    return FleetApp(source, interval=5.0, start_poller=False), transport, clock
+
+
+def seen_column(app: FleetApp) -> dict[str, str]:
+    """The SEEN cell of each healthy node, by hostname."""
+    table = app.fleet_screen.nodes
+    return {
+        n.hostname: table.data_table.get_cell(n.instance, "seen").plain
+        for n in table.visible_items
+        if n.health == "ok"
+    }
+
+
+async def test_data_from_a_failed_refresh_shows_its_age() -> None:
+    app, transport, clock = clocked_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await refresh(app, pilot)
+        assert set(seen_column(app).values()) == {"now"}
+        clock[0] += 125
+        transport.fail = urllib.error.URLError(TimeoutError("timed out"))
+        await refresh(app, pilot)
+        assert set(seen_column(app).values()) == {"2m"}  # not "now": the data is 2 minutes old
+        banner = str(app.fleet_screen.banner.render())
+        assert "no answer within 10 s" in banner and "(2m old)" in banner
+        screen = await open_node(app, pilot, "h100-node-0")
+        assert "seen 2m ago" in str(screen.title_line.render())
+        assert "(2m old)" in str(screen.banner.render())
+
+
+async def test_data_not_refreshed_for_long_is_marked_stale() -> None:
+    app, _transport, clock = clocked_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await refresh(app, pilot)
+        clock[0] += 19  # a refresh may take --timeout (10 s) every interval (5 s): still fresh
+        app.check_age()
+        await pilot.pause()
+        assert not app.fleet_screen.banner.display
+        assert set(seen_column(app).values()) == {"now"}
+        clock[0] += 101  # no answer for two minutes: a refresh that hangs, whatever the reason
+        app.check_age()
+        await pilot.pause()
+        assert set(seen_column(app).values()) == {"2m"}
+        banner = app.fleet_screen.banner
+        assert banner.display and "(2m old)" in str(banner.render())
+        assert "no new answer from Prometheus at" in str(banner.render())
