@@ -32,6 +32,7 @@ from gputui.fleet.client import (
 )
 from gputui.fleet.model import Fleet, fleet_json
 from gputui.fleet.source import HISTORY_POINTS, FleetSource
+from gputui.fleet.transport import Budget
 
 DATA = Path(__file__).resolve().parent / "data" / "fleet"
 RECORDED = json.loads((DATA / "recorded.json").read_text())
@@ -51,7 +52,7 @@ class Recorded:
         self.calls: list[str] = []
         self.fail: BaseException | None = None
 
-    def __call__(self, url: str, headers: Mapping[str, str], timeout: float) -> bytes:
+    def __call__(self, url: str, headers: Mapping[str, str], budget: Budget) -> bytes:
         self.calls.append(url)
         if self.fail is not None:
             raise self.fail
@@ -239,7 +240,7 @@ def _http_error(code: int, body: bytes = b"", reason: str = "") -> urllib.error.
 
 
 def _client(answer: bytes | BaseException, **kwargs: object) -> PrometheusClient:
-    def transport(url: str, headers: Mapping[str, str], timeout: float) -> bytes:
+    def transport(url: str, headers: Mapping[str, str], budget: Budget) -> bytes:
         if isinstance(answer, BaseException):
             raise answer
         return answer
@@ -292,8 +293,8 @@ def test_a_malformed_range_answer() -> None:
 def test_values_and_headers() -> None:
     seen: dict[str, object] = {}
 
-    def transport(url: str, headers: Mapping[str, str], timeout: float) -> bytes:
-        seen.update(url=url, headers=dict(headers), timeout=timeout)
+    def transport(url: str, headers: Mapping[str, str], budget: Budget) -> bytes:
+        seen.update(url=url, headers=dict(headers), seconds=budget.seconds)
         result = [
             {"metric": {"__name__": "up", "instance": "a"}, "value": [1.5, "1"]},
             {"metric": {"instance": "b"}, "value": [1.5, "NaN"]},
@@ -316,7 +317,7 @@ def test_values_and_headers() -> None:
         "time": ["1234.500"],
     }
     assert seen["headers"]["Authorization"] == "Bearer t0k"  # type: ignore[index]
-    assert seen["timeout"] == 3
+    assert seen["seconds"] == 3
 
 
 def test_auth_from_the_environment() -> None:

@@ -464,8 +464,9 @@ def record(path: Path, settle: float = 45.0) -> None:
     """Run the bed for ``settle`` seconds (so the charts have some history), then save the
     answers to one refresh and to two nodes' history (keyed by the request's path and query,
     which a source on the same fixed clock asks again)."""
-    from gputui.fleet.client import PrometheusClient, urllib_transport
+    from gputui.fleet.client import PrometheusClient
     from gputui.fleet.source import FleetSource
+    from gputui.fleet.transport import Budget, urllib_transport
 
     with tempfile.TemporaryDirectory(prefix="gputui-fleet-") as tmp:
         bed = start_bed(Path(tmp))
@@ -473,8 +474,8 @@ def record(path: Path, settle: float = 45.0) -> None:
             time.sleep(settle)
             answers: dict[str, object] = {}
 
-            def recording(url: str, headers: dict[str, str], timeout: float) -> bytes:
-                body = urllib_transport(url, headers, timeout)
+            def recording(url: str, headers: dict[str, str], budget: Budget) -> bytes:
+                body = urllib_transport(url, headers, budget)
                 answers[url[len(bed.url) :]] = json.loads(body)
                 return body
 

@@ -7,14 +7,24 @@ Update the snapshots after a deliberate change with
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
+import urllib.parse
 
 import pytest
-from tests.test_fleet import BASE, RECORDED, Recorded, instance, recorded_source
+from tests.test_fleet import (
+    BASE,
+    RECORDED,
+    Recorded,
+    instance,
+    recorded_source,
+    synthetic_answers,
+)
 from textual.pilot import Pilot
 
+from gputui.fleet import promql
 from gputui.fleet.client import PrometheusClient
 from gputui.fleet.source import FleetSource
 from gputui.tui.fleet.app import FleetApp
@@ -164,7 +174,7 @@ async def test_the_polling_thread_refreshes_on_its_interval() -> None:
 async def test_quitting_does_not_wait_for_a_prometheus_that_hangs() -> None:
     release = threading.Event()
 
-    def hanging(url: str, headers: object, timeout: float) -> bytes:
+    def hanging(url: str, headers: object, budget: object) -> bytes:
         release.wait(30)
         raise TimeoutError
 
@@ -179,3 +189,123 @@ async def test_quitting_does_not_wait_for_a_prometheus_that_hangs() -> None:
         assert time.monotonic() - started < 5
     finally:
         release.set()
+
+
+# -- hostile labels --------------------------------------------------------------------------------
+
+HOSTILE = "evil\x1b]0;pwned\x07\n\u202eabc\x1b[2J"
+
+
+def hostile_source() -> FleetSource:
+    """Three nodes whose first one carries control characters in every label the view shows:
+    instance, hostname, model, driver, and the rule and severity of a failing finding."""
+    at = 1_800_000_000.0
+    answers = synthetic_answers(3, 2, at)
+    answers["values"]["data"]["result"].append(
+        {"metric": {"__name__": "gputui_health_findings", "instance": "gpu-000:9400",
+                    "gpu": "0", "rule": HOSTILE, "severity": "fail"}, "value": [at, "1"]}
+    )  # fmt: skip
+    for item in answers["last_seen"]["data"]["result"]:
+        item["metric"].update(
+            {k: HOSTILE for k in ("modelName", "driver", "DCGM_FI_DRIVER_VERSION", "Hostname")
+             if k in item["metric"] or k == "modelName"}
+        )  # fmt: skip
+    bodies = {
+        key: json.dumps(answer).replace('"gpu-000:9400"', json.dumps(HOSTILE + ":9400")).encode()
+        for key, answer in answers.items()
+    }
+    recorded = {
+        "/api/v1/query?" + urllib.parse.urlencode({"query": q, "time": f"{at:.3f}"}): bodies[key]
+        for key, q in promql.refresh_queries("").all().items()
+    }
+    return FleetSource(PrometheusClient(BASE, transport=Recorded(recorded)), clock=lambda: at)
+
+
+def shown_texts(screen: object) -> list[str]:
+    """Every text a fleet screen shows: its lines, banners, table cells and charts."""
+    texts = []
+    for name in ("title_line", "banner", "reasons"):
+        widget = getattr(screen, name, None)
+        if widget is not None:
+            texts.append(str(widget.render()))
+    for table_name in ("nodes", "gpus"):
+        table = getattr(screen, table_name, None)
+        if table is not None:
+            data = table.data_table
+            texts += [cell.plain for row in range(data.row_count) for cell in data.get_row_at(row)]
+    charts = getattr(screen, "charts", None)
+    if charts is not None:
+        texts += charts.plain_lines
+    return texts
+
+
+async def test_no_control_character_from_a_label_reaches_the_screens() -> None:
+    app = FleetApp(hostile_source(), interval=5.0, start_poller=False)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await refresh(app, pilot)
+        assert len(app.fleet_screen.nodes.visible_items) == 3
+        texts = shown_texts(app.fleet_screen)
+        assert any("evil?]0;pwned???abc?[2J" in t for t in texts), texts
+        await pilot.press("enter")  # the failing node is first
+        await refresh(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, NodeScreen)
+        texts += shown_texts(screen)
+        assert sum("evil?" in t for t in texts) >= 6, texts
+        for text in texts:
+            assert all(line.isprintable() for line in text.split("\n")), repr(text)
+
+
+# -- stale data ------------------------------------------------------------------------------------
+
+
+def clocked_app() -> tuple[FleetApp, Recorded, list[float]]:
+    """An app on the recorded answers whose clock the test moves (``clock[0]``)."""
+    clock = [RECORDED["time"]]
+    transport = Recorded(RECORDED["answers"])
+    source = FleetSource(PrometheusClient(BASE, transport=transport), clock=lambda: clock[0])
+    return FleetApp(source, interval=5.0, start_poller=False), transport, clock
+
+
+def seen_column(app: FleetApp) -> dict[str, str]:
+    """The SEEN cell of each healthy node, by hostname."""
+    table = app.fleet_screen.nodes
+    return {
+        n.hostname: table.data_table.get_cell(n.instance, "seen").plain
+        for n in table.visible_items
+        if n.health == "ok"
+    }
+
+
+async def test_data_from_a_failed_refresh_shows_its_age() -> None:
+    app, transport, clock = clocked_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await refresh(app, pilot)
+        assert set(seen_column(app).values()) == {"now"}
+        clock[0] += 125
+        transport.fail = urllib.error.URLError(TimeoutError("timed out"))
+        await refresh(app, pilot)
+        assert set(seen_column(app).values()) == {"2m"}  # not "now": the data is 2 minutes old
+        banner = str(app.fleet_screen.banner.render())
+        assert "no answer within 10 s" in banner and "(2m old)" in banner
+        screen = await open_node(app, pilot, "h100-node-0")
+        assert "seen 2m ago" in str(screen.title_line.render())
+        assert "(2m old)" in str(screen.banner.render())
+
+
+async def test_data_not_refreshed_for_long_is_marked_stale() -> None:
+    app, _transport, clock = clocked_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await refresh(app, pilot)
+        clock[0] += 19  # a refresh may take --timeout (10 s) every interval (5 s): still fresh
+        app.check_age()
+        await pilot.pause()
+        assert not app.fleet_screen.banner.display
+        assert set(seen_column(app).values()) == {"now"}
+        clock[0] += 101  # no answer for two minutes: a refresh that hangs, whatever the reason
+        app.check_age()
+        await pilot.pause()
+        assert set(seen_column(app).values()) == {"2m"}
+        banner = app.fleet_screen.banner
+        assert banner.display and "(2m old)" in str(banner.render())
+        assert "no new answer from Prometheus at" in str(banner.render())

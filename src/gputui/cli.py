@@ -343,7 +343,7 @@ def _add_fleet_parser(commands: SubParsers) -> None:
         type=_timeout,
         default=10.0,
         metavar="SECONDS",
-        help="wait this long for each answer (default: 10)",
+        help="the longest one refresh may take, all its queries together (default: 10)",
     )
     fleet.add_argument("--json", action="store_true", help="one JSON object, then exit")
     fleet.add_argument(

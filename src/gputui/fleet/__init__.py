@@ -2,6 +2,7 @@
 
 - :mod:`~gputui.fleet.client`: the Prometheus HTTP API on ``urllib`` (auth from the environment,
   one clear :class:`PrometheusError` for whatever goes wrong);
+- :mod:`~gputui.fleet.transport`: the HTTP GET under it (redirects only within the server);
 - :mod:`~gputui.fleet.promql`: the queries: a fixed batch per refresh, whatever the fleet's size;
 - :mod:`~gputui.fleet.build`: answers -> :class:`Fleet` (nodes, GPUs, DCGM units to bytes);
 - :mod:`~gputui.fleet.health`: how a GPU and a node are judged (ok / warn / fail / unknown);

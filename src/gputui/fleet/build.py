@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from gputui.fleet import promql as q
 from gputui.fleet.client import Sample
 from gputui.fleet.health import (
+    MAX_COUNT,
+    MAX_SECONDS,
+    bad_value,
     dcgm_gpu_health,
     finding_reason,
     fmt_age,
@@ -72,6 +75,8 @@ class _Node:
     node_status: float | None = None
     stall: float | None = None
     findings: list[FleetFinding] = field(default_factory=list)
+    bad: list[str] = field(default_factory=list)
+    """Values of gputui's node-wide series that are no reading (the node is unknown)."""
     gpus: dict[str, _Gpu] = field(default_factory=dict)
     """By the ``gpu`` label's text (an index)."""
     current: bool = False
@@ -180,6 +185,8 @@ def _read_values(nodes: _Nodes, samples: Sequence[Sample]) -> None:
         elif not gpu.current:
             gpu.current = True
         if value != value or value >= blank or value <= -blank:  # NaN, or DCGM's "no reading"
+            if name == q.GPUTUI_STATUS:  # gputui's status has no blank: _gpu says what is wrong
+                gpu.values[name] = value
             continue
         if "GPU_I_ID" in labels:
             gpu.slices.setdefault(name, []).append(value)
@@ -192,15 +199,30 @@ def _node_wide(node: _Node, name: str, labels: Mapping[str, str], value: float) 
         node.gputui = True
     elif name == q.GPUTUI_NODE_STATUS:
         node.gputui = True
-        node.node_status = value
+        bad = bad_value(name, value, 0, 3, "a health status (0-3)")
+        if bad is None:
+            node.node_status = value
+        else:
+            node.bad.append(bad)
     elif name == q.GPUTUI_STALL:
-        node.stall = value
-    elif name == q.GPUTUI_FINDINGS and value > 0 and not math.isnan(value):
-        gpu_text = labels.get("gpu", "")
-        gpu = int(gpu_text) if gpu_text.isdigit() else None
-        node.findings.append(
-            FleetFinding(labels.get("rule", "?"), labels.get("severity", "?"), gpu, int(value))
-        )
+        bad = bad_value(name, value, 0, MAX_SECONDS, "a number of seconds", whole=False)
+        if bad is None:
+            node.stall = value
+        else:
+            node.bad.append(bad)
+    elif name == q.GPUTUI_FINDINGS:
+        bad = bad_value(name, value, 0, MAX_COUNT, "a count")
+        if bad is not None:
+            node.bad.append(bad)
+        elif value > 0:
+            node.findings.append(
+                FleetFinding(
+                    labels.get("rule", "?"),
+                    labels.get("severity", "?"),
+                    gpu_index(labels.get("gpu", "")),
+                    int(value),
+                )
+            )
 
 
 def _read_last_seen(nodes: _Nodes, samples: Sequence[Sample]) -> None:
@@ -257,8 +279,12 @@ def _node(
 ) -> FleetNode:
     silent = _silent(node, now, up, scraped_at, interval)
     last_seen = scraped_at if (silent is None and scraped_at is not None) else node.last_seen
-    indexed = sorted((int(text), gpu) for text, gpu in node.gpus.items() if text.isdigit())
-    gpus = [_gpu(index, gpu, node, now, silent is not None) for index, gpu in indexed]
+    indexed: dict[int, _Gpu] = {}
+    for text, one in node.gpus.items():
+        index = gpu_index(text)
+        if index is not None:
+            indexed[index] = one
+    gpus = [_gpu(i, indexed[i], node, now, silent is not None) for i in sorted(indexed)]
     healths: list[Health] = [g.health for g in gpus]
     reasons: list[str] = []
     if silent is not None:
@@ -271,6 +297,9 @@ def _node(
             reasons.append(f"GPU library not answering for {node.stall:.0f}s")
         elif node_health is not None:
             healths.append(node_health)
+        if node.bad:
+            healths.append("unknown")
+            reasons.extend(node.bad)
         health = worst_health(healths)
         for gpu in sorted(gpus, key=lambda g: (-HEALTH_ORDER[g.health], g.index)):
             reasons.extend(f"GPU {gpu.index}: {reason}" for reason in gpu.reasons)
@@ -317,9 +346,15 @@ def _gpu(index: int, gpu: _Gpu, node: _Node, now: float, silent: bool) -> FleetG
     temperature_memory = v(q.MEMORY_TEMP)
     health: Health
     reasons: list[str]
-    status = status_health(v(q.GPUTUI_STATUS))
+    status_value = v(q.GPUTUI_STATUS)
+    status = status_health(status_value)
+    bad = None
+    if status_value is not None:
+        bad = bad_value(q.GPUTUI_STATUS, status_value, 0, 3, "a health status (0-3)")
     if silent:
         health, reasons = "unknown", []
+    elif bad is not None:
+        health, reasons = "unknown", [bad]
     elif not gpu.current:
         seen = "" if gpu.last_seen is None else f", last seen {fmt_age(now - gpu.last_seen)} ago"
         health, reasons = "unknown", [f"no longer reported{seen}"]
@@ -363,6 +398,15 @@ def _gpu(index: int, gpu: _Gpu, node: _Node, now: float, silent: bool) -> FleetG
     )
 
 
+def gpu_index(text: str) -> int | None:
+    """The GPU index a ``gpu`` label holds (``0``, ``7``, ``12``), or None when it holds none: only
+    ASCII digits, written without leading zeros, at most 5 of them (``²``, ``01`` or 5,000
+    digits name no GPU)."""
+    if 0 < len(text) <= 5 and text.isascii() and text.isdigit() and (text[0] != "0" or text == "0"):
+        return int(text)
+    return None
+
+
 def _host_of(instance: str) -> str:
     """``node-01`` of ``node-01:9400`` (``[::1]:9400`` -> ``::1``)."""
     if instance.startswith("["):
@@ -371,4 +415,4 @@ def _host_of(instance: str) -> str:
     return host if colon and port.isdigit() and host else instance
 
 
-__all__ = ["DCGM_BLANK", "build_fleet"]
+__all__ = ["DCGM_BLANK", "build_fleet", "gpu_index"]

@@ -3,9 +3,11 @@ standard library's ``urllib``.
 
 Everything that can go wrong ends in one :class:`PrometheusError` that names the URL and says why
 (cannot connect, no answer in time, 401/403, not Prometheus, bad JSON, a query Prometheus
-rejected). Credentials come from the environment (:func:`auth_from_env`), never the command line,
-where ``ps`` would show them. The HTTP layer is one function (:data:`Transport`) so tests can play
-recorded answers.
+rejected, a redirect to another server, answers past the size cap). Credentials come from the
+environment (:func:`auth_from_env`), never the command line, where ``ps`` would show them. The
+HTTP layer is one function (:data:`Transport`, :mod:`gputui.fleet.transport`) so tests can play
+recorded answers. The queries of one batch share one :class:`~gputui.fleet.transport.Budget`:
+the timeout bounds the whole batch, and the size cap all its answers together.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ import functools
 import http.client
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from gputui import __version__
+from gputui.fleet.transport import AnswerTooLarge, Budget, RedirectRefused, urllib_transport
+from gputui.format import sanitize
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 """A bearer token for a secured Prometheus (``Authorization: Bearer ...``)."""
@@ -31,24 +34,26 @@ USER_ENV = "GPUTUI_PROMETHEUS_USER"
 PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
 """HTTP basic authentication (both must be set)."""
 DEFAULT_TIMEOUT_S = 10.0
-MAX_ANSWER_BYTES = 256 * 1024 * 1024
-"""A larger answer is refused rather than read into memory."""
-MAX_PARALLEL = 6
-"""Queries of one batch in flight at once."""
+"""The longest one refresh (its batch of queries together) may take."""
 
 T = TypeVar("T")
-Transport = Callable[[str, Mapping[str, str], float], bytes]
-"""``(url, headers, timeout) -> body`` of a GET; raises ``urllib.error.HTTPError`` for an HTTP
-error status and ``OSError`` (``URLError``, ``TimeoutError``) when there is no answer."""
+Transport = Callable[[str, Mapping[str, str], Budget], bytes | bytearray]
+"""``(url, headers, budget) -> body`` of a GET within the budget's time and bytes; raises
+``urllib.error.HTTPError`` for an HTTP error status, ``OSError`` (``URLError``, ``TimeoutError``)
+when there is no answer in time, :class:`~gputui.fleet.transport.AnswerTooLarge` past the size
+cap and :class:`~gputui.fleet.transport.RedirectRefused` for a redirect to another server."""
 
 
 class PrometheusError(Exception):
     """A query could not be answered: :attr:`url` and why (:attr:`reason`)."""
 
     def __init__(self, url: str, reason: str, *, status: int | None = None) -> None:
-        super().__init__(f"Prometheus at {url}: {reason}")
+        reason = sanitize(reason)  # one line, whatever the server put in it
+        super().__init__(f"Prometheus at {sanitize(url)}: {reason}")
         self.url = url
         self.reason = reason
+        """Why, as one line safe to print (control characters, newlines and bidi controls of
+        the server's messages replaced)."""
         self.status = status
         """The HTTP status, when there was one."""
 
@@ -113,14 +118,6 @@ def normalize_url(text: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
-def urllib_transport(url: str, headers: Mapping[str, str], timeout: float) -> bytes:
-    """The real HTTP GET (urllib honours the usual ``https_proxy`` / ``no_proxy`` variables)."""
-    request = urllib.request.Request(url, headers=dict(headers), method="GET")
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        body: bytes = response.read(MAX_ANSWER_BYTES + 1)
-    return body
-
-
 class PrometheusClient:
     """Instant and range queries against one Prometheus (or a server with its HTTP API)."""
 
@@ -142,28 +139,30 @@ class PrometheusClient:
 
     # -- queries -----------------------------------------------------------------------------------
 
-    def query(self, promql: str, at: float) -> list[Sample]:
+    def query(self, promql: str, at: float, budget: Budget | None = None) -> list[Sample]:
         """An instant query evaluated at ``at`` (Unix seconds): its vector (a scalar answer is one
-        sample without labels)."""
-        data = self._get("/api/v1/query", {"query": promql, "time": _num(at)}, promql)
+        sample without labels). ``budget``: shared with other queries (else its own)."""
+        params = {"query": promql, "time": _num(at)}
+        data = self._get("/api/v1/query", params, promql, budget)
         kind = data.get("resultType")
         result = data.get("result")
         if kind == "scalar" and isinstance(result, list):
             return [Sample({}, _value(result, promql, self.url))]
         if kind != "vector" or not isinstance(result, list):
             raise PrometheusError(self.url, f"expected a vector from {promql!r}, got {kind!r}")
-        try:  # the hot path of a refresh (thousands of series): few checks, all at C speed
-            samples = [Sample(item["metric"], float(item["value"][1])) for item in result]
-        except (KeyError, IndexError, TypeError, ValueError):
-            raise PrometheusError(self.url, f"malformed answer to {promql!r}") from None
-        if not all(type(sample.labels) is dict for sample in samples):
+        # the hot path of a refresh (thousands of series): decoding made the Samples already
+        if not all(type(sample) is Sample for sample in result):
+            raise PrometheusError(self.url, f"malformed answer to {promql!r}")
+        if not all(_is_labels(sample.labels) for sample in result):
             raise PrometheusError(self.url, f"malformed labels in the answer to {promql!r}")
-        return samples
+        return result
 
-    def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
+    def query_range(
+        self, promql: str, start: float, end: float, step: float, budget: Budget | None = None
+    ) -> list[Series]:
         """A range query: every series with its points between ``start`` and ``end``."""
         params = {"query": promql, "start": _num(start), "end": _num(end), "step": _num(step)}
-        data = self._get("/api/v1/query_range", params, promql)
+        data = self._get("/api/v1/query_range", params, promql, budget)
         result = data.get("result")
         if data.get("resultType") != "matrix" or not isinstance(result, list):
             raise PrometheusError(self.url, f"expected a matrix from {promql!r}")
@@ -182,42 +181,51 @@ class PrometheusClient:
         return out
 
     def query_many(self, queries: Mapping[str, str], at: float) -> dict[str, list[Sample]]:
-        """Several instant queries at the same time ``at``, sent in parallel; the first error
-        raises (after the others have finished)."""
+        """Several instant queries at the same time ``at``, sent in parallel within one budget
+        (the timeout, the size cap); the first error raises (after the others have ended)."""
+        budget = Budget(self.timeout)
         calls: dict[str, Callable[[], list[Sample]]] = {
-            key: functools.partial(self.query, q, at) for key, q in queries.items()
+            key: functools.partial(self.query, q, at, budget) for key, q in queries.items()
         }
         return _parallel(calls)
 
     def query_range_many(
         self, queries: Mapping[str, str], start: float, end: float, step: float
     ) -> dict[str, list[Series]]:
+        budget = Budget(self.timeout)
         calls: dict[str, Callable[[], list[Series]]] = {
-            key: functools.partial(self.query_range, q, start, end, step)
+            key: functools.partial(self.query_range, q, start, end, step, budget)
             for key, q in queries.items()
         }
         return _parallel(calls)
 
     # -- HTTP --------------------------------------------------------------------------------------
 
-    def _get(self, path: str, params: Mapping[str, str], promql: str) -> dict[str, Any]:
+    def _get(
+        self, path: str, params: Mapping[str, str], promql: str, budget: Budget | None
+    ) -> dict[str, Any]:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        budget = budget or Budget(self.timeout)
         try:
-            body = self._transport(url, self._headers, self.timeout)
+            body = self._transport(url, self._headers, budget)
+        except RedirectRefused as exc:
+            raise PrometheusError(self.url, str(exc)) from None
+        except AnswerTooLarge as exc:
+            raise PrometheusError(
+                self.url, f"{exc} (the cap of one refresh): narrow the fleet with --match"
+            ) from None
         except urllib.error.HTTPError as exc:
             raise self._http_error(exc, promql) from None
         except TimeoutError:
-            raise PrometheusError(self.url, f"no answer within {self.timeout:g} s") from None
+            raise PrometheusError(self.url, f"no answer within {budget.seconds:g} s") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
-                raise PrometheusError(self.url, f"no answer within {self.timeout:g} s") from None
+                raise PrometheusError(self.url, f"no answer within {budget.seconds:g} s") from None
             raise PrometheusError(self.url, f"cannot connect: {_why(exc.reason)}") from None
         except OSError as exc:
             raise PrometheusError(self.url, f"cannot connect: {_why(exc)}") from None
         except http.client.HTTPException as exc:  # something that does not speak HTTP
             raise PrometheusError(self.url, f"not an HTTP answer ({type(exc).__name__})") from None
-        if len(body) > MAX_ANSWER_BYTES:
-            raise PrometheusError(self.url, f"answer larger than {MAX_ANSWER_BYTES >> 20} MiB")
         answer = self._decode(body)
         if answer.get("status") != "success":
             raise PrometheusError(self.url, _api_error(answer, promql))
@@ -226,12 +234,16 @@ class PrometheusClient:
             raise PrometheusError(self.url, f"no data in the answer to {promql!r}")
         return data
 
-    def _decode(self, body: bytes) -> dict[str, Any]:
+    def _decode(self, body: bytes | bytearray) -> dict[str, Any]:
         try:
-            answer = json.loads(body)
+            answer = json.loads(body, object_hook=_samples_hook())
         except (ValueError, UnicodeDecodeError):
             raise PrometheusError(
                 self.url, "the answer is not JSON: is this the URL of a Prometheus server?"
+            ) from None
+        except RecursionError:
+            raise PrometheusError(
+                self.url, "the answer is JSON nested too deeply for a Prometheus answer"
             ) from None
         if not isinstance(answer, dict):
             raise PrometheusError(self.url, "unexpected answer: is this a Prometheus server?")
@@ -257,7 +269,7 @@ class PrometheusClient:
             return PrometheusError(self.url, reason, status=status)
         try:
             answer = json.loads(body) if body else None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             answer = None
         if isinstance(answer, dict) and answer.get("status") == "error":
             return PrometheusError(self.url, _api_error(answer, promql), status=status)
@@ -266,11 +278,58 @@ class PrometheusClient:
 
 
 def _parallel(calls: Mapping[str, Callable[[], T]]) -> dict[str, T]:
+    """Every call at once, each on its own daemon thread (a batch is a handful of queries, and
+    quitting never waits for a thread still reading an answer); the results once all have ended,
+    or the first error in the order of ``calls``."""
     if len(calls) <= 1:
         return {key: call() for key, call in calls.items()}
-    with ThreadPoolExecutor(max_workers=min(len(calls), MAX_PARALLEL)) as pool:
-        futures = {key: pool.submit(call) for key, call in calls.items()}
-        return {key: future.result() for key, future in futures.items()}
+    results: dict[str, T] = {}
+    errors: dict[str, BaseException] = {}
+
+    def run(key: str, call: Callable[[], T]) -> None:
+        try:
+            results[key] = call()
+        except BaseException as exc:
+            errors[key] = exc
+
+    threads = [
+        threading.Thread(target=run, args=(key, call), name=f"gputui-fleet-{key}", daemon=True)
+        for key, call in calls.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for key in calls:
+        if key in errors:
+            raise errors[key]
+    return {key: results[key] for key in calls}
+
+
+def _samples_hook() -> Callable[[dict[str, Any]], Any]:
+    """A ``json.loads`` object hook for one answer: each ``{"metric": {...}, "value": [t, "v"]}``
+    of a vector becomes a :class:`Sample` as soon as it is decoded (its dict, list and value
+    string are freed at once, not after the whole answer), and equal label values share one
+    string (an instance name once, not once per series). Peak memory is about half of a plain
+    decode's, and decoding is faster. What is malformed stays as it was, for the caller to
+    report."""
+    memo: dict[str, str] = {}
+
+    def hook(obj: dict[str, Any]) -> Any:
+        if len(obj) == 2 and "value" in obj and "metric" in obj:
+            pair = obj["value"]
+            if type(pair) is list and len(pair) == 2:
+                try:
+                    return Sample(obj["metric"], float(pair[1]))
+                except (TypeError, ValueError):
+                    pass
+            return obj
+        for key, value in obj.items():
+            if type(value) is str:
+                obj[key] = memo.setdefault(value, value)
+        return obj
+
+    return hook
 
 
 def _num(value: float) -> str:
@@ -287,9 +346,14 @@ def _why(reason: object) -> str:
 
 def _labels(item: dict[str, Any], promql: str, url: str) -> dict[str, str]:
     metric = item.get("metric", {})
-    if not isinstance(metric, dict):
+    if not _is_labels(metric):
         raise PrometheusError(url, f"malformed labels in the answer to {promql!r}")
     return metric
+
+
+def _is_labels(labels: object) -> TypeGuard[dict[str, str]]:
+    """Whether ``labels`` is a label set: a dict of strings to strings (JSON keys always are)."""
+    return type(labels) is dict and all(type(value) is str for value in labels.values())
 
 
 def _value(pair: object, promql: str, url: str) -> float:

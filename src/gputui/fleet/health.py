@@ -19,9 +19,15 @@ Per GPU, in this order:
 A node is the worst of its GPUs and of gputui's node status (``gputui_node_health_status``: a
 driver that stopped answering, ``gputui_backend_stall_seconds`` > 0, fails the node); a silent node
 is ``unknown`` unless a failure is already known.
+
+A value of gputui's series that no exporter publishes (NaN, ±Inf, a status outside 0-3 or not
+whole, a negative or huge stall or count: :func:`bad_value`) decides nothing: that GPU or node is
+``unknown``, with the value as the reason, and the rest of the fleet is judged as usual.
 """
 
 from __future__ import annotations
+
+import math
 
 from gputui.fleet.model import FleetFinding, Health
 from gputui.health.levels import TEMP_MARGIN_C
@@ -39,10 +45,37 @@ MIN_STALE_S = 2.0
 """Never call a node stale sooner than this (a scrape can take a moment)."""
 
 
+MAX_SECONDS = float(2**31)
+"""A longer stall (68 years) is no reading."""
+MAX_COUNT = float(2**31)
+"""A larger count of findings is no reading."""
+
+
 def status_health(status: float | None) -> Health | None:
-    if status is None or status != status:  # NaN
+    """The health of a gputui status (0 ok, 1 info, 2 warn, 3 fail); None for no status, or a
+    value that is none (see :func:`bad_value`)."""
+    if status is None or status not in STATUS_HEALTH:
         return None
-    return STATUS_HEALTH.get(round(status), "fail" if status > 3 else "ok")
+    return STATUS_HEALTH[int(status)]
+
+
+def bad_value(
+    name: str, value: float, low: float, high: float, what: str, *, whole: bool = True
+) -> str | None:
+    """Why ``value`` of the series ``name`` is not ``what`` (a number from ``low`` to ``high``,
+    whole when ``whole``: NaN and ±Inf never are), or None when it is."""
+    if low <= value <= high and not (whole and value != int(value)):
+        return None
+    return f"{name} is {fmt_value(value)}: not {what}"
+
+
+def fmt_value(value: float) -> str:
+    """A sample's value as Prometheus writes it: ``NaN``, ``+Inf``, ``-Inf``, ``2.5``."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "+Inf" if value > 0 else "-Inf"
+    return f"{value:g}"
 
 
 def xid_reason(code: int) -> str:
@@ -104,11 +137,15 @@ def fmt_age(seconds: float | None) -> str:
 
 __all__ = [
     "GPU_TEMP_WARN_C",
+    "MAX_COUNT",
+    "MAX_SECONDS",
     "MEMORY_TEMP_WARN_C",
     "STALE_INTERVALS",
+    "bad_value",
     "dcgm_gpu_health",
     "finding_reason",
     "fmt_age",
+    "fmt_value",
     "is_stale",
     "status_health",
     "xid_reason",

@@ -2,9 +2,10 @@
 
 The thread waits on an event with the interval as its timeout, so :meth:`FleetPoller.refresh_now`
 (key ``r``, opening a node) wakes it at once, and wake-ups that arrive during a slow refresh merge
-into one. It is a daemon thread: quitting never waits for an answer from a Prometheus that does
-not reply (each query has its own timeout too). Results go to one callback, which the TUI turns
-into a message (``App.post_message`` is thread-safe).
+into one. It is a daemon thread, like the threads of its queries: quitting never waits for an
+answer from a Prometheus that does not reply (and a refresh ends within its timeout anyway).
+Results go to one callback, which the TUI turns into a message (``App.post_message`` is
+thread-safe).
 """
 
 from __future__ import annotations

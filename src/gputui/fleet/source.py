@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gputui.fleet import promql
-from gputui.fleet.build import DCGM_BLANK, MIB, build_fleet
+from gputui.fleet.build import DCGM_BLANK, MIB, build_fleet, gpu_index
 from gputui.fleet.client import PrometheusClient
 from gputui.fleet.model import Fleet
 
@@ -88,10 +88,10 @@ class FleetSource:
             scale = MIB if key == "memory" else 1.0
             per_gpu: dict[int, list[float]] = {}
             for one in found:
-                text = one.labels.get("gpu", "")
-                if not text.isdigit():
+                index = gpu_index(one.labels.get("gpu", ""))
+                if index is None:
                     continue
-                grid = per_gpu.setdefault(int(text), [math.nan] * HISTORY_POINTS)
+                grid = per_gpu.setdefault(index, [math.nan] * HISTORY_POINTS)
                 for t, value in one.points:
                     slot = round((t - start) / step)
                     if 0 <= slot < HISTORY_POINTS and not math.isnan(value) and value < DCGM_BLANK:

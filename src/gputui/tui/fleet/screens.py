@@ -61,6 +61,8 @@ class FleetScreen(Screen[None]):
         self.url = url
         self.interval = interval
         self.fleet: Fleet | None = None
+        self.data_age: float | None = None
+        """Seconds since the fleet's query while the data is stale (None: fresh)."""
         self.problems_only = False
         self.title_line = TextLine(id="fleet-title")
         self.banner = TextLine(id="fleet-banner")
@@ -70,7 +72,7 @@ class FleetScreen(Screen[None]):
         )
         self.filter_input.display = False
         self.nodes: KeyedTable[FleetNode] = KeyedTable(
-            node_columns(self._now),
+            node_columns(self._now, lambda: self.data_age is not None),
             key=lambda n: n.instance,
             search=node_search_text,
             default_sort="health",
@@ -91,7 +93,9 @@ class FleetScreen(Screen[None]):
         self.nodes.focus()
 
     def _now(self) -> float:
-        return self.fleet.time if self.fleet is not None else time.time()
+        if self.fleet is None:
+            return time.time()
+        return self.fleet.time + (self.data_age or 0.0)
 
     # -- data --------------------------------------------------------------------------------------
 
@@ -99,6 +103,13 @@ class FleetScreen(Screen[None]):
         self.fleet = fleet
         self.title_line.show(fleet_title(fleet, self.url, self.interval))
         self.nodes.update_items(fleet.nodes)
+
+    def show_age(self, age: float | None) -> None:
+        """The data is ``age`` seconds old and stale (None: fresh): ages are shown from now."""
+        if age != self.data_age:
+            self.data_age = age
+            if self.fleet is not None:
+                self.nodes.update_items(self.fleet.nodes)
 
     def show_error(self, text: str | None) -> None:
         if text is not None:
@@ -152,6 +163,8 @@ class NodeScreen(Screen[None]):
         self.instance = instance
         self.fleet = fleet
         self.node: FleetNode | None = None
+        self.data_age: float | None = None
+        """As :attr:`FleetScreen.data_age`."""
         self.history: NodeHistory | None = None
         self.history_error: str | None = None
         self.title_line = TextLine(id="node-title")
@@ -188,7 +201,7 @@ class NodeScreen(Screen[None]):
     def update_fleet(self, fleet: Fleet) -> None:
         self.fleet = fleet
         self.node = node = fleet.node(self.instance)
-        self.title_line.show(node_title(node, self.instance, fleet.time))
+        self._show_title()
         reasons = list(node.reasons) if node is not None else []
         lines = [f"• {sanitize(r)}" for r in reasons[:MAX_REASON_LINES]]
         if len(reasons) > MAX_REASON_LINES:
@@ -198,6 +211,19 @@ class NodeScreen(Screen[None]):
         gpus = node.gpus if node is not None else ()
         self.gpus.update_items(gpus)
         self.charts.show(gpus, self.history, self.history_error)
+
+    def show_age(self, age: float | None) -> None:
+        """As :meth:`FleetScreen.show_age`."""
+        if age != self.data_age:
+            self.data_age = age
+            self._show_title()
+
+    def _show_title(self) -> None:
+        if self.fleet is None:
+            return
+        now = self.fleet.time + (self.data_age or 0.0)
+        stale = self.data_age is not None
+        self.title_line.show(node_title(self.node, self.instance, now, stale))
 
     def update_history(self, history: NodeHistory | None, error: str | None) -> None:
         if history is not None or error is not None:

@@ -56,10 +56,15 @@ def _util(node: FleetNode) -> str:
     return f"{mean:.0f}/{peak:.0f}%"
 
 
-def _seen(node: FleetNode, now: float) -> str:
-    """``now`` while the node answers (its age would change every refresh and repaint the
-    table); how long ago it was last seen once it has gone silent."""
-    return fmt_age(node.age(now)) if node.silent else "now"
+def _seen(node: FleetNode, now: float, stale: bool) -> str:
+    """``now`` while the node answers and the data is fresh (its age would change every refresh
+    and repaint the table); how long ago it was last seen once it has gone silent, or when the
+    data itself is stale (no answer from Prometheus for a while)."""
+    return fmt_age(node.age(now)) if node.silent or stale else "now"
+
+
+def _seen_style(node: FleetNode, stale: bool) -> str:
+    return "unknown" if node.silent else ("warn" if stale else "")
 
 
 def _node_style(node: FleetNode) -> str:
@@ -73,8 +78,9 @@ def _reason(reasons: Sequence[str]) -> str:
     return sanitize(reasons[0]) + more
 
 
-def node_columns(now: Callable[[], float]) -> list[Column[FleetNode]]:
-    """Columns of the node table; ages are measured at ``now()`` (the fleet's query time)."""
+def node_columns(now: Callable[[], float], stale: Callable[[], bool]) -> list[Column[FleetNode]]:
+    """Columns of the node table; ages are measured at ``now()`` (the fleet's query time, or the
+    present while ``stale()``: the data is old)."""
     return [
         Column(
             "host", "HOST", False, False, lambda n: n.hostname.lower(),
@@ -104,8 +110,7 @@ def node_columns(now: Callable[[], float]) -> list[Column[FleetNode]]:
         ),
         Column(
             "seen", "SEEN", True, True, lambda n: n.age(now()) if n.silent else 0.0,
-            lambda n: _seen(n, now()),
-            lambda n: "unknown" if n.silent else "",
+            lambda n: _seen(n, now(), stale()), lambda n: _seen_style(n, stale()),
         ),
         Column(
             "reason", "WHY", False, False, lambda n: _reason(n.reasons),
@@ -202,7 +207,11 @@ def fleet_title(fleet: Fleet | None, url: str, interval: float) -> str:
     )
 
 
-def node_title(node: FleetNode | None, instance: str, now: float | None) -> str:
+def node_title(
+    node: FleetNode | None, instance: str, now: float | None, stale: bool = False
+) -> str:
+    """The node screen's title; ``now``: when its age is measured (``stale``: the data is old,
+    so even a node that answered is shown with its age)."""
     if node is None:
         return f"{sanitize(instance)} · not in the latest answer"
     parts = [
@@ -214,7 +223,8 @@ def node_title(node: FleetNode | None, instance: str, now: float | None) -> str:
         parts.append(f"driver {sanitize(node.driver_version)}")
     parts.append(f"via {node.source}")
     if now is not None:
-        parts.append(f"seen {fmt_age(node.age(now))} ago" if node.silent else "answering")
+        answering = not (node.silent or stale)
+        parts.append("answering" if answering else f"seen {fmt_age(node.age(now))} ago")
     return " · ".join(parts)
 
 
