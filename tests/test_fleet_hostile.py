@@ -522,3 +522,20 @@ def test_memory_stays_a_small_multiple_of_the_answers(
     peak_mib = int(result.stderr.split()[-1]) / 1024
     print(f"peak RSS {peak_mib:.0f} MiB for five answers of {size / 2**20:.0f} MiB")
     assert peak_mib < 400
+
+
+def test_an_answer_of_empty_arrays_is_refused_before_it_is_parsed(
+    serve: Callable[[Respond], FakePrometheus],
+) -> None:
+    """31 MiB of ``[],[],…`` (under the byte cap) would take most of a GiB once parsed: an
+    answer holding more arrays and objects than any fleet's is refused unparsed."""
+    head = b'{"status":"success","data":{"resultType":"vector","result":['
+    count = (31 * 2**20 - len(head)) // 3
+    body, small = head + b"[]," * (count - 1) + b"[]]}}", json.dumps(EMPTY).encode()
+    values_query = promql.refresh_queries("").values
+    server = serve(lambda h: h.send(body if h.query == values_query else small))
+    result, _took = python("-c", PEAK_RSS, server.url, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "more than 1,000,000 JSON arrays and objects" in result.stderr, result.stderr
+    peak_mib = int(result.stderr.split()[-1]) / 1024
+    assert peak_mib < 250, peak_mib

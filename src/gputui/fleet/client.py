@@ -74,6 +74,14 @@ class Series:
     points: list[tuple[float, float]]
 
 
+MAX_JSON_CONTAINERS = 1_000_000
+"""The most JSON arrays and objects one answer may hold. Each costs 60-200 bytes once parsed
+(an empty ``[]`` takes 3 bytes on the wire), so the byte cap alone would let 32 MiB of
+``[],[],…`` take most of a GiB; a sample of the vectors gputui asks for is three (its labels,
+its value pair and itself), so this admits over 300,000 GPUs in one answer.
+"""
+
+
 def auth_from_env(environ: Mapping[str, str] | None = None) -> str | None:
     """The ``Authorization`` header the environment asks for, or None. ValueError when it is
     ambiguous (a token and a user) or half-given (a user without a password)."""
@@ -235,6 +243,13 @@ class PrometheusClient:
         return data
 
     def _decode(self, body: bytes | bytearray) -> dict[str, Any]:
+        # Counted before parsing, at C speed; brackets inside strings count too (stricter).
+        if body.count(b"[") + body.count(b"{") > MAX_JSON_CONTAINERS:
+            raise PrometheusError(
+                self.url,
+                f"the answer holds more than {MAX_JSON_CONTAINERS:,} JSON arrays and objects: "
+                "narrow the fleet with --match",
+            )
         try:
             answer = json.loads(body, object_hook=_samples_hook())
         except (ValueError, UnicodeDecodeError):
