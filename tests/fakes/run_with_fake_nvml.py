@@ -8,6 +8,8 @@ to whole commands (check, export, record, the dashboard).
 answered ``CALLS`` calls). Nothing ever releases it: the process must cope on its own.
 ``FAKE_NVML_COLD_OPEN=SECONDS`` turns persistence mode off on every GPU and makes the first
 call on each take that long (the driver initialising a GPU on first open).
+``FAKE_NVML_SLURM_JOB=ID`` lists this process on GPU 0, in the cgroup of Slurm job ID (so
+gputui asks ``scontrol`` for the job's name).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import os
 import sys
 import threading
 
-from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, make_fake_nvml
+
+from gputui.attribution import AttributionReader
 
 
 def main() -> int:
@@ -36,6 +40,11 @@ def main() -> int:
         gpu, _, calls = hang.partition(":")
         gpus[int(gpu)].hang = wedged
         gpus[int(gpu)].hang_after = int(calls or 0)
+    job = os.environ.get("FAKE_NVML_SLURM_JOB")
+    if job:
+        gpus[0].compute_processes = [FakeProcess(pid=os.getpid())]
+        cgroup = f"0::/system.slice/slurmstepd.scope/job_{job}/step_0/user/task_0\n"
+        AttributionReader.cgroup_text = lambda self, pid: cgroup  # type: ignore[method-assign]
     fake = make_fake_nvml(gpus, **kwargs)
     fake.__file__ = "fake/pynvml.py"  # looks like nvidia-ml-py's module, not the old shim
     sys.modules["pynvml"] = fake  # type: ignore[assignment]

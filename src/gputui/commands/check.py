@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
+from gputui import children
 from gputui.backends.base import OpenProgress
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED
@@ -362,6 +363,7 @@ class Watchdog:
             _emit(result, as_json=self.as_json, out=self.out)
             sys.stderr.flush()
         finally:
+            children.stop_all()  # os._exit skips atexit
             os._exit(EXIT_FAILED)
 
 
