@@ -17,7 +17,7 @@ from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.base import OpenProgress
 from gputui.commands.check import COLD_OPEN_ALLOWANCE_S, Watchdog
-from gputui.opening import Opening, OpenTimedOut, stuck
+from gputui.opening import Opening, OpenTimedOut, ends_cleanly, stuck
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -147,3 +147,17 @@ def test_what_the_open_raises_reaches_the_caller() -> None:
     with pytest.raises(LookupError, match="no such library"):
         Opening(broken, timeout=5.0).wait()
     assert not stuck()
+
+
+def test_main_turns_ctrl_c_into_130_and_ends_only_for_its_own_stuck_opens() -> None:
+    @ends_cleanly
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    wedged = threading.Event()
+    try:
+        with pytest.raises(OpenTimedOut):
+            Opening(wedged.wait, timeout=0.2).wait()  # an earlier call's, still stuck
+        assert interrupted() == 130  # returned: the process was not ended for it
+    finally:
+        wedged.set()

@@ -38,6 +38,7 @@ P = ParamSpec("P")
 
 _openers: set[threading.Thread] = set()
 """Threads of opens not waited for to the end (given up on, or the wait interrupted)."""
+_openers_lock = threading.Lock()
 
 
 class OpenTimedOut(Exception):
@@ -90,7 +91,8 @@ class Opening(Generic[T]):
         self._thread = threading.Thread(
             target=self._run, args=(open_it,), name="gputui-open", daemon=True
         )
-        _openers.add(self._thread)
+        with _openers_lock:
+            _openers.add(self._thread)
         self._thread.start()
 
     def _run(self, open_it: Callable[[], T]) -> None:
@@ -119,15 +121,19 @@ class Opening(Generic[T]):
             if deadline is not None and time.monotonic() >= deadline:
                 raise OpenTimedOut(deadline - self.started)
         self._thread.join()
-        _openers.discard(self._thread)
+        with _openers_lock:
+            _openers.discard(self._thread)
         if self._error:
             raise self._error[0]
         return self._result[0]
 
 
-def stuck() -> bool:
-    """Whether an open's thread was left behind and has still not returned."""
-    return any(thread.is_alive() for thread in _openers)
+def stuck(ignore: frozenset[threading.Thread] = frozenset()) -> bool:
+    """Whether an open's thread (not one of ``ignore``) was left behind and has still not
+    returned."""
+    with _openers_lock:
+        left = _openers - ignore
+    return any(thread.is_alive() for thread in left)
 
 
 def exit_now(code: int) -> NoReturn:
@@ -141,16 +147,18 @@ def exit_now(code: int) -> NoReturn:
 
 
 def ends_cleanly(main: Callable[P, int]) -> Callable[P, int]:
-    """``main`` with Ctrl-C as :data:`EXIT_INTERRUPTED` (no traceback); a process that an open's
-    thread is stuck in then ends with :func:`exit_now`."""
+    """``main`` with Ctrl-C as :data:`EXIT_INTERRUPTED` (no traceback); when it leaves an open's
+    thread stuck, the process then ends with :func:`exit_now`."""
 
     @functools.wraps(main)
     def run(*args: P.args, **kwargs: P.kwargs) -> int:
+        with _openers_lock:  # only this call's: a caller (tests) may call it again
+            before = frozenset(_openers)
         try:
             code = main(*args, **kwargs)
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
-        if stuck():
+        if stuck(ignore=before):
             exit_now(code)
         return code
 
