@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.base import OpenProgress
 from gputui.commands.check import COLD_OPEN_ALLOWANCE_S, Watchdog
+from gputui.opening import Opening, OpenTimedOut, ends_cleanly, stuck
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -99,3 +101,63 @@ def test_after_the_open_the_readings_get_the_whole_timeout_again() -> None:
 
 def test_without_a_known_count_the_timeout_is_the_timeout() -> None:
     assert watchdog(OpenProgress()).deadline() == pytest.approx(1020.0)
+
+
+# -- the bounded open every command uses ---------------------------------------------------------
+
+
+def test_an_open_that_keeps_opening_gpus_is_waited_for_past_its_timeout() -> None:
+    progress = OpenProgress(expected=4)
+
+    def cold_open() -> str:
+        for _ in range(4):
+            time.sleep(0.4)
+            progress.step()
+        return "opened"
+
+    started = time.monotonic()
+    assert Opening(cold_open, timeout=0.5, progress=progress).wait() == "opened"
+    assert time.monotonic() - started >= 1.6
+
+
+def test_an_open_that_stops_answering_is_given_up_on_and_left_to_its_thread() -> None:
+    wedged = threading.Event()
+    ticks: list[float] = []
+    try:
+        opening = Opening(wedged.wait, timeout=0.5, progress=OpenProgress())
+        started = time.monotonic()
+        with pytest.raises(OpenTimedOut) as caught:
+            opening.wait(ticks.append)
+        assert 0.5 <= time.monotonic() - started < 10
+        assert caught.value.allowed_s == pytest.approx(0.5)
+        assert ticks[0] < 0.5 and ticks == sorted(ticks)  # at once, then while it waits
+        assert stuck()  # cli.main then ends the process without waiting for it
+    finally:
+        wedged.set()
+    end = time.monotonic() + 10
+    while stuck() and time.monotonic() < end:  # the call returned: its thread ends
+        time.sleep(0.01)
+    assert not stuck()
+
+
+def test_what_the_open_raises_reaches_the_caller() -> None:
+    def broken() -> None:
+        raise LookupError("no such library")
+
+    with pytest.raises(LookupError, match="no such library"):
+        Opening(broken, timeout=5.0).wait()
+    assert not stuck()
+
+
+def test_main_turns_ctrl_c_into_130_and_ends_only_for_its_own_stuck_opens() -> None:
+    @ends_cleanly
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    wedged = threading.Event()
+    try:
+        with pytest.raises(OpenTimedOut):
+            Opening(wedged.wait, timeout=0.2).wait()  # an earlier call's, still stuck
+        assert interrupted() == 130  # returned: the process was not ended for it
+    finally:
+        wedged.set()

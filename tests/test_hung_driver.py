@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+from tests.fakes.terminal import Terminal
 
 from gputui.backends.nvml import NvmlBackend
 from gputui.health import HealthConfig, HealthMonitor
@@ -286,3 +287,147 @@ def test_snapshot_and_topo_say_the_driver_is_not_answering() -> None:
         result = run_fake(command, "--backend", "nvml", hang="1:40")
         assert result.returncode == 2, (command, result.stderr)
         assert "is not answering (a driver call hangs)" in result.stderr
+
+
+# -- a driver that hangs while the GPUs are opened: every command ends, Ctrl-C works ----------
+
+OPEN_HUNG = (
+    "the GPU library did not answer within 20 s while opening the GPUs (a driver call hangs)"
+)
+
+
+def fake_env(**extra: str) -> dict[str, str]:
+    """What a command against the fake driver needs on top of this environment."""
+    return {"PYTHONPATH": os.pathsep.join([ROOT, *sys.path]), **extra}
+
+
+FAKE_GPUTUI = ["-m", "tests.fakes.run_with_fake_nvml"]
+
+
+class Started:
+    """``gputui ARGS`` against the fake driver, started now; :meth:`finish` waits for it."""
+
+    def __init__(self, *args: str, env: dict[str, str]) -> None:
+        self.began = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, *FAKE_GPUTUI, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **env),
+            cwd=ROOT,
+        )
+
+    def finish(self, timeout: float) -> tuple[int | None, str, str, float]:
+        """(exit status, or None when still running ``timeout`` s after :attr:`began`: then it
+        is killed; stdout; stderr; seconds it ran)."""
+        try:
+            out, err = self.proc.communicate(timeout=self.began + timeout - time.monotonic())
+            code: int | None = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            code = None
+        return code, out, err, time.monotonic() - self.began
+
+
+def on_terminal(term: Terminal, began: float, timeout: float) -> tuple[int | None, str, float]:
+    """(exit status or None, all it wrote, seconds it ran) of a command on a terminal."""
+    term.read(lambda out: False, began + timeout - time.monotonic())  # until it closes the pty
+    term.close()  # kills it if still running
+    code = term.process.returncode
+    text = term.output.decode(errors="replace")
+    return (None if code == -signal.SIGKILL else code), text, time.monotonic() - began
+
+
+@pytest.fixture
+def cleanup() -> Iterator[list[Started | Terminal]]:
+    """What a test started; whatever still runs at its end (a failed test) is killed."""
+    started: list[Started | Terminal] = []
+    yield started
+    for item in started:
+        if isinstance(item, Terminal):
+            item.close()
+        elif item.proc.poll() is None:
+            item.proc.kill()
+            item.proc.communicate()
+
+
+def test_every_command_ends_with_exit_2_when_the_library_hangs_while_opening(
+    tmp_path, cleanup
+) -> None:
+    """The default limit is 20 s (no GPU count is known before nvmlInit here, so no cold-open
+    allowance); each command is given far longer to end. The dashboard says how long it has
+    been opening, then why it ends, without starting the app."""
+    env = fake_env(FAKE_NVML_HANG="init")
+    recording = tmp_path / "rec.jsonl"
+    listen = f"127.0.0.1:{_free_port()}"
+    began = time.monotonic()
+    dashboard = Terminal([*FAKE_GPUTUI, "--backend", "nvml"], env)
+    commands = {
+        "snapshot": Started("snapshot", "--backend", "nvml", env=env),
+        "pick": Started("pick", "--backend", "nvml", env=env),
+        "topo": Started("topo", "--backend", "nvml", env=env),
+        "record": Started("record", str(recording), "--backend", "nvml", env=env),
+        "export": Started("export", "--backend", "nvml", "--listen", listen, env=env),
+    }
+    cleanup.extend([dashboard, *commands.values()])
+    results = {name: command.finish(timeout=120) for name, command in commands.items()}
+    code, text, took = on_terminal(dashboard, began, 120)
+    results["dashboard"] = (code, "", text, took)
+    for name, (code, out, err, took) in results.items():
+        assert code == 2, (name, code, out, err)
+        assert OPEN_HUNG in err and "check nvidia-smi" in err, (name, err)
+        assert "Traceback" not in err, (name, err)
+        assert 19 < took < 120, (name, took)
+    assert not recording.exists()  # nothing half-made
+    assert "gputui: opening the GPUs… (3 s)" in results["dashboard"][2]
+    assert "\x1b[?1049h" not in results["dashboard"][2]  # the app did not start
+
+
+def test_ctrl_c_ends_every_command_while_the_library_hangs_opening(tmp_path, cleanup) -> None:
+    """SIGINT once the driver call hangs: exit 130 at once, no traceback (the call itself never
+    returns, and no signal reaches into it)."""
+    marks = {name: tmp_path / f"{name}.hangs" for name in ("snapshot", "check", "dashboard")}
+
+    def env(name: str) -> dict[str, str]:
+        return fake_env(FAKE_NVML_HANG="init", FAKE_NVML_HANG_MARK=str(marks[name]))
+
+    runs: dict[str, Started | Terminal] = {
+        "snapshot": Started("snapshot", "--backend", "nvml", env=env("snapshot")),
+        "check": Started("check", "--backend", "nvml", env=env("check")),
+        "dashboard": Terminal([*FAKE_GPUTUI, "--backend", "nvml"], env("dashboard")),
+    }
+    cleanup.extend(runs.values())
+    results = {}
+    for name, run in runs.items():
+        proc = run.process if isinstance(run, Terminal) else run.proc
+        end = time.monotonic() + 60
+        while not marks[name].exists() and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        if isinstance(run, Terminal):
+            code, text, _ = on_terminal(run, sent, 15)
+            results[name] = (marks[name].exists(), code, text)
+        else:
+            run.began = sent
+            code, out, err, _ = run.finish(timeout=15)
+            results[name] = (marks[name].exists(), code, out + err)
+    for name, (hung, code, text) in results.items():
+        assert hung, (name, text)
+        assert code == 130, (name, code, text)
+        assert "Traceback" not in text, (name, text)
+
+
+def test_a_cold_open_that_makes_progress_is_not_cut_short(cleanup) -> None:
+    """8 GPUs at 3 s each: 24 s of opening under the 20 s limit, each GPU well within its
+    allowance."""
+    snapshot = Started(
+        "snapshot", "--backend", "nvml", env=fake_env(FAKE_NVML_GPUS="8", FAKE_NVML_COLD_OPEN="3")
+    )
+    cleanup.append(snapshot)
+    code, out, err, took = snapshot.finish(timeout=120)
+    assert code == 0, (out, err)
+    assert took >= 24 and "8 GPUs" in out

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from gputui import __version__
 from gputui.backends.spec import SPEC_HELP, BackendSpec
 from gputui.commands.output import error, silence_stdout
-from gputui.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from gputui.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from gputui.opening import ends_cleanly
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -522,13 +523,12 @@ def backend_spec(args: argparse.Namespace, parser: argparse.ArgumentParser) -> B
     return spec
 
 
+@ends_cleanly  # Ctrl-C: exit 130; a driver call left hanging: a hard exit
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code = _dispatch(args, parser)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
         silence_stdout()
         return EXIT_OK

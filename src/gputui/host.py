@@ -188,6 +188,10 @@ class ProcessEnricher:
             return found
         return dataclasses.replace(found, slurm_job_id=None, slurm_step=None)
 
+    def close(self) -> None:
+        """Stop the background job-name lookups (an ``scontrol`` still running is killed)."""
+        self.slurm.close()
+
     def _job_facts(self, row: ProcessSample, job: str | None) -> tuple[str | None, str | None]:
         """The Slurm job's name and user: the row's, else what the background lookup has
         found so far (it never waits: None until ``scontrol`` has answered)."""

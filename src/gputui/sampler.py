@@ -380,6 +380,8 @@ class Sampler:
         """Stop polling and close the backend. A reading that hangs keeps the backend: then it
         is left open (its thread is a daemon) rather than waited for."""
         self.stop()
+        if self._enricher is not None:
+            self._enricher.close()
         if not self._backend_lock.acquire(timeout=LOCK_TIMEOUT_S):
             log.debug("a reading is hung in the backend; leaving it open")
             return

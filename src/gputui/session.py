@@ -9,10 +9,15 @@ Every command, the dashboard and the exporter open their readings here::
 :func:`open_session` opens the backend, wraps it in a :class:`~gputui.sampler.Sampler` with the
 health rules attached (or the recorded findings, for a replay), and raises :class:`SessionError`
 with a message for the user instead of printing; the caller decides where the message goes.
+
+The backend is opened on a thread of its own and waited for with a limit
+(:mod:`gputui.opening`): a driver that hangs while the GPUs are opened gives
+:class:`DriverNotAnswering`, and Ctrl-C ends the wait.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -22,6 +27,7 @@ from gputui import backends
 from gputui.backends.base import Backend, OpenProgress
 from gputui.backends.spec import BACKEND_KINDS, DEFAULT_SIM_SCENARIO, SPEC_HELP, BackendSpec
 from gputui.model import NodeInfo
+from gputui.opening import DEFAULT_TIMEOUT_S, Opening, OpenTimedOut
 from gputui.playback import Playback, RecordedFindings
 from gputui.sampler import HealthEvaluator, Sampler
 
@@ -41,6 +47,18 @@ class NoGpuError(SessionError):
 
 class ReplayError(SessionError):
     """A recording that cannot be replayed (missing, not a recording, no readings)."""
+
+
+class DriverNotAnswering(SessionError):
+    """The GPU library did not return from opening the GPUs within ``allowed_s`` seconds."""
+
+    def __init__(self, spec: BackendSpec, allowed_s: float) -> None:
+        self.allowed_s = allowed_s
+        tool = {"nvml": "nvidia-smi", "amd": "amd-smi"}.get(spec.kind, "nvidia-smi / amd-smi")
+        super().__init__(
+            f"gputui: the GPU library did not answer within {allowed_s:.0f} s while opening the "
+            f"GPUs (a driver call hangs); check {tool} (it may hang too) and the kernel log (dmesg)"
+        )
 
 
 def no_backend_message(reasons: list[tuple[str, str]], spec: BackendSpec) -> str:
@@ -90,7 +108,7 @@ Judging = Literal["rules", "none"]
 
 
 def open_session(
-    spec: BackendSpec,
+    spec: BackendSpec | str,
     *,
     seed: int = 0,
     interval: float = 1.0,
@@ -101,8 +119,10 @@ def open_session(
     deadline: float | None = None,
     defer_topology: bool = False,
     progress: OpenProgress | None = None,
+    open_timeout: float | None = DEFAULT_TIMEOUT_S,
+    on_wait: Callable[[float], None] | None = None,
 ) -> Session:
-    """Open ``spec`` and a sampler over it.
+    """Open ``spec`` (a string: see :meth:`BackendSpec.parse`) and a sampler over it.
 
     Health: ``health`` when given; else, with ``judge="rules"``, the health rules with this
     machine's defaults (a live or simulated node) or the findings recorded with each reading (a
@@ -111,8 +131,24 @@ def open_session(
     ``defer_topology`` leaves the wiring to the first reading (the dashboard's quick start);
     ``progress`` follows a slow open GPU by GPU. Raises :class:`NoGpuError` or
     :class:`ReplayError`.
+
+    The backend opens on a thread of its own; past ``open_timeout`` seconds (more for a cold
+    open that makes progress, see :func:`gputui.opening.open_deadline`; None: no limit; a replay
+    has none) this raises :class:`DriverNotAnswering`. ``on_wait(seconds so far)`` runs on the
+    calling thread while it waits, first at once.
     """
-    backend, node = _open_backend(spec, seed=seed, defer_topology=defer_topology, progress=progress)
+    if isinstance(spec, str):
+        spec = BackendSpec.parse(spec)
+    if progress is None:
+        progress = OpenProgress()  # what the deadline follows
+    open_it = functools.partial(
+        _open_backend, spec, seed=seed, defer_topology=defer_topology, progress=progress
+    )
+    limit = None if spec.replayed else open_timeout  # a recording is a file, not a driver
+    try:
+        backend, node = Opening(open_it, timeout=limit, progress=progress).wait(on_wait)
+    except OpenTimedOut as exc:
+        raise DriverNotAnswering(spec, exc.allowed_s) from None
     sampler = sampler_for(
         backend,
         node,
@@ -183,6 +219,7 @@ __all__ = [
     "DEFAULT_SIM_SCENARIO",
     "SPEC_HELP",
     "BackendSpec",
+    "DriverNotAnswering",
     "NoGpuError",
     "ReplayError",
     "Session",

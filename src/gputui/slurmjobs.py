@@ -5,7 +5,9 @@ controller, which can be slow or down. :class:`SlurmJobs` answers from its cache
 queues an unknown job for one background worker thread, which runs one ``scontrol`` at a time
 with a timeout. Until it has answered, :meth:`SlurmJobs.lookup` returns None and only the id is
 shown. A lookup that failed (timeout, unknown job, ``scontrol`` error) is tried again after
-:data:`RETRY_S`. Without ``scontrol`` on ``PATH`` nothing is started at all.
+:data:`RETRY_S`. Without ``scontrol`` on ``PATH`` nothing is started at all. An ``scontrol``
+still running when the jobs are closed, or when gputui exits, is killed with anything it started
+(:mod:`gputui.children`): a prolog run must not leave one behind.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gputui import children
 from gputui.model import MAX_NAME_CHARS
 
 TIMEOUT_S = 5.0
@@ -90,6 +93,8 @@ class SlurmJobs:
         self._pending: set[str] = set()
         self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._asking: subprocess.Popen[str] | None = None
+        self._closed = False
         self.lookups = 0
         """``scontrol`` runs so far."""
 
@@ -153,22 +158,30 @@ class SlurmJobs:
         scontrol = self._scontrol
         if not scontrol or scontrol == _AUTO or not job_id.isdigit():
             return None
-        self.lookups += 1
+        with self._lock:
+            if self._closed:
+                return None
+            self.lookups += 1
+            try:
+                proc = self._asking = children.start([scontrol, "show", "job", "-o", job_id])
+            except OSError:
+                return None
         try:
-            result = subprocess.run(
-                [scontrol, "show", "job", "-o", job_id],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=self.timeout_s,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
+            answer = children.output(proc, self.timeout_s)
+        finally:
+            with self._lock:
+                self._asking = None
+        if answer is None or answer[0] != 0:
             return None
-        if result.returncode != 0:
-            return None
-        return parse_show_job(job_id, result.stdout)
+        return parse_show_job(job_id, answer[1])
+
+    def close(self) -> None:
+        """Ask no more, and kill an ``scontrol`` still running (and what it started)."""
+        with self._lock:
+            self._closed = True
+            proc = self._asking
+        if proc is not None:
+            children.stop(proc)
 
 
 __all__ = ["RETRY_S", "TIMEOUT_S", "SlurmJob", "SlurmJobs", "parse_show_job"]

@@ -5,9 +5,13 @@ to whole commands (check, export, record, the dashboard).
 
 ``FAKE_NVML_GPUS`` (default 2) sets the GPU count. ``FAKE_NVML_HANG`` makes the driver wedge:
 ``init`` (nvmlInit never returns), or ``GPU:CALLS`` (every call on GPU ``GPU`` blocks once it has
-answered ``CALLS`` calls). Nothing ever releases it: the process must cope on its own.
+answered ``CALLS`` calls). Nothing ever releases it, and no signal interrupts it (a driver call in
+C runs no Python signal handler until it returns): the process must cope on its own. With
+``FAKE_NVML_HANG_MARK=PATH`` the first call that hangs creates the file PATH.
 ``FAKE_NVML_COLD_OPEN=SECONDS`` turns persistence mode off on every GPU and makes the first
 call on each take that long (the driver initialising a GPU on first open).
+``FAKE_NVML_SLURM_JOB=ID`` lists this process on GPU 0, in the cgroup of Slurm job ID (so
+gputui asks ``scontrol`` for the job's name).
 """
 
 from __future__ import annotations
@@ -16,13 +20,30 @@ import os
 import sys
 import threading
 
-from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, make_fake_nvml
+
+from gputui.attribution import AttributionReader
+
+
+class Wedged(threading.Event):
+    """Never set; waiting on it is a driver call that never returns, whatever signal arrives."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        mark = os.environ.get("FAKE_NVML_HANG_MARK")
+        if mark:
+            with open(mark, "a", encoding="utf-8"):
+                pass
+        while True:
+            try:
+                super().wait()
+            except KeyboardInterrupt:
+                continue  # the signal is noted; the call goes on
 
 
 def main() -> int:
     count = int(os.environ.get("FAKE_NVML_GPUS", "2"))
     hang = os.environ.get("FAKE_NVML_HANG", "")
-    wedged = threading.Event()  # never set
+    wedged = Wedged()
     gpus = [FakeGpu() for _ in range(count)]
     cold = float(os.environ.get("FAKE_NVML_COLD_OPEN", "0") or 0)
     for gpu in gpus:
@@ -36,6 +57,11 @@ def main() -> int:
         gpu, _, calls = hang.partition(":")
         gpus[int(gpu)].hang = wedged
         gpus[int(gpu)].hang_after = int(calls or 0)
+    job = os.environ.get("FAKE_NVML_SLURM_JOB")
+    if job:
+        gpus[0].compute_processes = [FakeProcess(pid=os.getpid())]
+        cgroup = f"0::/system.slice/slurmstepd.scope/job_{job}/step_0/user/task_0\n"
+        AttributionReader.cgroup_text = lambda self, pid: cgroup  # type: ignore[method-assign]
     fake = make_fake_nvml(gpus, **kwargs)
     fake.__file__ = "fake/pynvml.py"  # looks like nvidia-ml-py's module, not the old shim
     sys.modules["pynvml"] = fake  # type: ignore[assignment]

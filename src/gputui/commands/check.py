@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -29,15 +27,12 @@ from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
 from gputui.health.verdict import CheckResult, evaluate
 from gputui.model import Finding, GpuEvent, Snapshot
+from gputui.opening import COLD_OPEN_ALLOWANCE_S, DEFAULT_TIMEOUT_S, exit_now, open_deadline
 from gputui.report import render_check
 from gputui.sampler import Sampler
 from gputui.selection import Selection, select_gpus
 from gputui.session import BackendSpec, Session, SessionError, open_session
 
-COLD_OPEN_ALLOWANCE_S = 4.0
-"""How long one GPU may take to open while a check waits (NVIDIA: 1-3 s without persistence)."""
-DEFAULT_TIMEOUT_S = 20.0
-"""``--timeout``: the check ends within this, answered or not (a prolog must not hang)."""
 MAX_READING_WAIT_S = 5.0
 """How long one reading may take before the driver counts as not responding."""
 
@@ -216,6 +211,7 @@ def _run_check(
             judge="none",
             deadline=deadline,
             progress=progress,
+            open_timeout=None,  # the watchdog ends the whole check
         )
     except SessionError as exc:
         error(str(exc))
@@ -276,8 +272,7 @@ class Watchdog:
     A slow open that keeps making progress is a cold driver, not a hung one (without persistence
     mode each GPU takes 1-3 s to initialise on first open): while ``progress`` shows GPUs being
     opened, the deadline moves out by :data:`COLD_OPEN_ALLOWANCE_S` a GPU, and the readings
-    after the open get the whole ``timeout`` again. Still bounded: at most ``timeout`` plus the
-    allowance for every GPU, plus ``timeout``."""
+    after the open get the whole ``timeout`` again (:func:`gputui.opening.open_deadline`)."""
 
     def __init__(
         self,
@@ -315,16 +310,7 @@ class Watchdog:
 
     def deadline(self) -> float:
         """The monotonic time after which the check counts as not responding."""
-        base = self.started + self.timeout
-        progress = self.progress
-        if progress is None or not progress.expected:
-            return base
-        if progress.done_at is not None:
-            return max(base, progress.done_at + self.timeout)
-        cap = base + COLD_OPEN_ALLOWANCE_S * progress.expected
-        if progress.opened == 0:
-            return cap  # still in the library's init, which may initialise every GPU
-        return max(base, min(cap, progress.last_step + COLD_OPEN_ALLOWANCE_S))
+        return open_deadline(self.started, self.timeout, self.progress)
 
     def _check(self) -> None:
         with self._lock:
@@ -360,9 +346,8 @@ class Watchdog:
         )
         try:
             _emit(result, as_json=self.as_json, out=self.out)
-            sys.stderr.flush()
         finally:
-            os._exit(EXIT_FAILED)
+            exit_now(EXIT_FAILED)
 
 
 def _kernel_log_events(
@@ -548,6 +533,8 @@ def run_list_rules() -> int:
 
 
 __all__ = [
+    "COLD_OPEN_ALLOWANCE_S",
+    "DEFAULT_TIMEOUT_S",
     "CheckResult",
     "build_config",
     "probe_findings",

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import threading
+from typing import TextIO
 
-from gputui.commands.output import error
+from gputui.commands.output import encodable, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.session import BackendSpec, Session, SessionError, open_session
+
+SHOW_AFTER_S = 2.0
+"""An open that takes longer than this shows how long it has taken so far."""
 
 
 def run(
@@ -57,28 +61,51 @@ def run(
 def _open_while_importing_the_tui(
     spec: BackendSpec, seed: int, interval: float, drawable: bool
 ) -> Session:
-    """Open the backend on a thread while this one imports Textual: loading the GPU library
-    and importing the TUI are the two slow steps before the first frame, and the first spends
-    much of its time outside Python (loading the driver library, initialising it)."""
+    """Open the backend (on a thread, see :func:`open_session`) while this thread imports
+    Textual: loading the GPU library and importing the TUI are the two slow steps before the
+    first frame, and the first spends much of its time outside Python (loading the driver
+    library, initialising it). An open that takes a while shows its seconds on the terminal
+    until it returns or the driver counts as not answering."""
     if not drawable:
         return open_session(spec, seed=seed, interval=interval)
-    result: list[Session | SessionError] = []
+    doing = "reading the recording" if spec.replayed else "opening the GPUs"
+    status = _OpeningStatus(sys.stderr, doing)
+    try:
+        return open_session(
+            spec, seed=seed, interval=interval, defer_topology=True, on_wait=status.update
+        )
+    finally:
+        status.clear()
 
-    def open_it() -> None:
-        try:
-            result.append(open_session(spec, seed=seed, interval=interval, defer_topology=True))
-        except SessionError as exc:
-            result.append(exc)
 
-    opener = threading.Thread(target=open_it, name="gputui-open", daemon=True)
-    opener.start()
-    import gputui.tui.app  # noqa: F401  (the import is the point: it overlaps the opening)
+class _OpeningStatus:
+    """What the open is doing and for how long so far ("opening the GPUs… (12 s)"), on one
+    terminal line, from :data:`SHOW_AFTER_S` on."""
 
-    opener.join()
-    opened = result[0]
-    if isinstance(opened, SessionError):
-        raise opened
-    return opened
+    def __init__(self, stream: TextIO, doing: str) -> None:
+        self.stream = stream
+        self.doing = doing
+        self.shown = ""
+
+    def update(self, seconds: float) -> None:
+        import gputui.tui.app  # noqa: F401  (the first call: the import overlaps the opening)
+
+        if seconds < SHOW_AFTER_S:
+            return
+        text = f"gputui: {self.doing}… ({seconds:.0f} s)"
+        if text != self.shown:
+            self._write(f"\r{text}\x1b[K")
+            self.shown = text
+
+    def clear(self) -> None:
+        if self.shown:
+            self._write("\r\x1b[K")
+            self.shown = ""
+
+    def _write(self, text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(encodable(text, self.stream))
+            self.stream.flush()
 
 
 __all__ = ["run"]
