@@ -14,7 +14,7 @@ import sys
 import pytest
 from tests.fakes import kernel_log as klog
 from tests.fakes.checks import check_json, findings_of
-from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, make_fake_nvml
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, MiB, make_fake_nvml
 from tests.test_cli import REASONS, run_gputui
 
 from gputui import cli
@@ -439,7 +439,7 @@ def test_require_idle_fails_on_memory_held_by_a_pid_hidden_by_hidepid(tmp_path, 
 HELD_FROM_OUTSIDE = """
 import json, sys
 from tests.fakes.checks import check_json, findings_of
-from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, make_fake_nvml
+from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, MiB, make_fake_nvml
 
 pid = int(sys.argv[1])
 gpu = FakeGpu(memory_used=40 * GiB, compute_processes=[FakeProcess(pid, used_gpu_memory=40 * GiB)])
@@ -465,3 +465,31 @@ def test_in_a_pid_namespace_of_its_own_a_host_pid_holding_memory_fails_require_i
     assert result["code"] == 2
     (f,) = result["findings"]
     assert f["message"] == f"GPU 0: 40.0 GiB held by PID {outside.pid}, a process not visible here"
+
+
+@pytest.mark.parametrize(
+    ("used_mib", "reserved_apart", "fails"),
+    [
+        (500, True, True),  # a CUDA context alone, beside the reserved part
+        (0, True, False),  # idle: the real H100 reads 0 B used beside its reserved 480 MiB
+        (500, False, False),  # no v2 memory info: "used" includes the reserved part
+    ],
+    ids=["context", "idle", "v1-memory-info"],
+)
+def test_from_another_pid_namespace_a_context_the_driver_does_not_list_fails_require_idle(
+    used_mib: int, reserved_apart: bool, fails: bool
+) -> None:
+    """In another PID namespace the driver lists none of the host's processes: on a real H100
+    (R580) ``unshare --pid --mount-proc`` saw an empty process list beside 4.86 GiB in use
+    (tests/data/real/h100-sxm5-580.159.04/run3/snap_pidns.json). A context of 500 MiB held
+    out of sight is not an idle GPU; a driver without v2 memory info counts its reserved memory
+    as used, so the old 1 GiB floor stays there."""
+    gpu = FakeGpu(memory_used=used_mib * MiB, compute_processes=[])
+    fake = make_fake_nvml([gpu])
+    if not reserved_apart:
+        fake.missing.add("nvmlDeviceGetMemoryInfo_v2")
+    code, doc = check_json(fake, require_idle=True)
+    held = findings_of(doc, "other_processes")
+    assert (code, bool(held)) == ((2, True) if fails else (0, False)), doc["findings"]
+    if fails:
+        assert held[0]["message"] == "GPU 0: 500 MiB in use by processes not visible here"

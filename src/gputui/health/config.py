@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+MIB = 1024**2
 GIB = 1024**3
 
 DEFAULT_XID_WINDOW_HOURS = 24.0
@@ -113,6 +114,7 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 __all__ = [
     "DEFAULT_XID_WINDOW_HOURS",
     "GIB",
+    "MIB",
     "HealthConfig",
     "effective_user",
     "slurm_expected_gpus",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from gputui.format import command_text, fmt_duration
 from gputui.health import hints
-from gputui.health.config import GIB
+from gputui.health.config import GIB, MIB
 from gputui.health.rules.context import RuleContext, finding, gib
 from gputui.model import Finding, ProcessSample, Severity
 
@@ -17,6 +17,13 @@ IDLE_INFO_AFTER_S = 60.0
 """Idle memory is an ``info`` finding after this long, ``warn`` after ``idle_memory_minutes``."""
 UNEXPLAINED_MEMORY_BYTES = GIB
 """GPU memory in use beyond what the listed processes hold that counts as "in use"."""
+IDLE_UNEXPLAINED_MEMORY_BYTES = 256 * MIB
+"""The same for ``--require-idle`` where the driver reports its reserved memory apart (NVML's
+v2 memory info): "used" is then 0 on an idle GPU (a real H100 on R580 reads 0 B), and a CUDA
+context alone takes more than this (about 500 MiB on an H100), while MIG instances' own
+bookkeeping stays under it. Without the reserved part, "used" includes it (about 500 MiB on an
+H100), so the 1 GiB floor stays. In another PID namespace the driver lists no process of the
+host (the real H100's process list was empty there), so this is all that shows the holder."""
 
 
 def describe_process(p: ProcessSample) -> str:
@@ -73,7 +80,12 @@ def rule_other_processes(ctx: RuleContext) -> Iterable[Finding]:
             parts.append(f"{len(running)} process(es) {whose}: {listed}{more}")
         if hidden:
             parts.append(held_out_of_sight(hidden))
-        if unexplained >= UNEXPLAINED_MEMORY_BYTES:
+        floor = (
+            IDLE_UNEXPLAINED_MEMORY_BYTES
+            if config.require_idle and s.memory_reserved_bytes is not None
+            else UNEXPLAINED_MEMORY_BYTES
+        )
+        if unexplained >= floor:
             parts.append(f"{gib(unexplained)} in use by processes not visible here")
         if parts:
             message = f"GPU {s.index}: " + "; ".join(parts)
