@@ -7,8 +7,9 @@ import pytest
 
 from gputui import cli
 from gputui.backends import NoBackend
+from gputui.choosing import Criteria, choose, distance, judge
 from gputui.commands import pick
-from gputui.commands.pick import Criteria, choose, judge, parse_size, render_pick
+from gputui.commands.pick import parse_size, render_pick
 from gputui.model import (
     Finding,
     GpuInfo,
@@ -196,7 +197,7 @@ def test_nvlink_beats_pcie_and_nvswitch_pairs_go_by_their_switch() -> None:
     n = node(4, Topology(paths=pcie_pairs(4, {(2, 3)}, "PXB").paths, links=switch))
     judged = judge([snap(n, [sample(i) for i in range(4)])], Criteria(count=2))
     assert choose(n, judged, 2) == (2, 3)
-    assert pick.distance(n, 2, 3) < pick.distance(n, 0, 1) < pick.distance(node(2), 0, 1)
+    assert distance(n, 2, 3) < distance(n, 0, 1) < distance(node(2), 0, 1)
 
 
 def test_with_one_gpu_the_most_free_memory_wins() -> None:
