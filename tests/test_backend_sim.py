@@ -118,6 +118,19 @@ def test_start_time_defaults_to_first_now() -> None:
     assert _everything(implicit, 5017.5) == _everything(explicit, 5017.5)
 
 
+def test_advance_moves_the_node_on_before_and_after_its_first_reading() -> None:
+    aged = SimBackend("faulty", seed=2)
+    aged.advance(30.0)  # before any reading: the first one finds it 30 s up
+    assert aged.read_gpus(5000.0, slow=True)[3].lost  # GPU 3 falls off the bus at 3 s
+    assert aged.start_time == 4970.0
+    explicit = SimBackend("faulty", seed=2, start_time=4970.0)
+    assert _everything(aged, 5017.5) == _everything(explicit, 5017.5)
+    aged.advance(10.0)  # after: its past grows, later readings play on from there
+    assert aged.start_time == 4960.0
+    fresh = SimBackend("faulty", seed=2)
+    assert not fresh.read_gpus(5000.0, slow=True)[3].lost
+
+
 def test_different_seeds_differ() -> None:
     a, b = sim(seed=0), sim(seed=1)
     assert [g.uuid for g in a.open().gpus] != [g.uuid for g in b.open().gpus]

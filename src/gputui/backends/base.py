@@ -147,5 +147,10 @@ class Backend(abc.ABC):
             check_target(pid, self.proc_root)
             os.kill(pid, sig)
 
+    def advance(self, seconds: float) -> None:  # noqa: B027 - a real node ignores it
+        """Move the node on by ``seconds``, as if it had been running that much longer: a
+        simulated node's scenario plays on (``gputui check`` judges it as a node that has been up
+        a while). A real node's time is its own."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
         """Release the library. Safe to call more than once."""

@@ -41,9 +41,10 @@ READING_GAP_S = 1.0
 """Two readings this far apart: rates (PCIe, NVLink) and the slow tier (ECC, remapped rows) are
 real numbers, and the whole check stays near one second."""
 
-SIM_NODE_AGE_S = 30.0
-"""A simulated node is checked as if it had been up this long (a real node has been up a while
-before a job lands on it), so the ``faulty`` scenario's GPU 3 has already fallen off the bus."""
+NODE_AGE_S = 30.0
+"""A node is checked as if it had been up this long: a real one has been up a while before a job
+lands on it, and a simulated one is moved on as far (:meth:`Backend.advance`), so the ``faulty``
+scenario's GPU 3 has already fallen off the bus."""
 
 KernelLogReader = Callable[[], "list[str] | None"]
 
@@ -223,8 +224,7 @@ def _run_check(
         except ValueError as exc:
             error(f"gputui check: {exc}")
             return EXIT_FAILED
-        if spec.simulated:
-            _age_simulated_node(session, clock() - SIM_NODE_AGE_S)
+        session.backend.advance(NODE_AGE_S)
         not_checked: list[str] = []
         events = _kernel_log_events(session, kernel_log, not_checked)
         config = build_config(
@@ -515,14 +515,6 @@ def _kernel_log_reader(
 
         return read_kernel_log
     return None
-
-
-def _age_simulated_node(session: Session, start_time: float) -> None:
-    from gputui.backends.sim import SimBackend
-
-    backend = session.backend
-    if isinstance(backend, SimBackend) and backend.start_time is None:
-        backend.start_time = start_time
 
 
 def run_list_rules() -> int:

@@ -91,6 +91,7 @@ class SimBackend(Backend):
         self.seed = seed
         self.name = f"sim:{scenario}"
         self.start_time = start_time
+        self._head_start = 0.0  # seconds the node had run before its first reading (advance)
         self._plan = build(scenario, seed, lost_after_s=lost_after_s)
         self._gpus = self._plan.gpus
         self._procs: dict[int, ProcPlan] = {p.pid: p for p in self._plan.procs}
@@ -234,9 +235,15 @@ class SimBackend(Backend):
 
     # -- time and processes ----------------------------------------------------------------------
 
+    def advance(self, seconds: float) -> None:
+        if self.start_time is None:
+            self._head_start += seconds
+        else:
+            self.start_time -= seconds
+
     def _elapsed(self, now: float) -> float:
         if self.start_time is None:
-            self.start_time = now
+            self.start_time = now - self._head_start
         t = max(0.0, now - self.start_time)
         if t > self._last_elapsed:
             self._last_elapsed = t
