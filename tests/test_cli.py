@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ctypes.util
 import json
 import os
@@ -195,6 +196,12 @@ def test_help_lists_pick_and_the_gpu_hour_price(capsys) -> None:
     out = capsys.readouterr().out
     for option in ("--min-free", "--max-util", "--idle-for", "--format", "CUDA_DEVICE_ORDER"):
         assert option in out
+
+
+def test_each_command_in_the_table_adds_its_own_parser() -> None:
+    parser = cli.build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(commands.choices) == list(cli.COMMANDS)  # the order `gputui --help` lists
 
 
 def test_snapshot_text_has_a_job_pod_column_and_the_usage(capsys) -> None:

@@ -23,12 +23,14 @@ from prometheus_client.parser import text_string_to_metric_families
 import gputui
 from gputui import cli, export
 from gputui.commands import export as export_command
+from gputui.commands.common import Seams
+from gputui.commands.export import ExportOptions
 from gputui.export import server as export_server
 from gputui.export.collector import ATTRIBUTION_LABELS
 from gputui.fakeclock import fake_clock_sampler
 from gputui.health import gpu_severity
 from gputui.model import SEVERITY_ORDER, ProcessSample
-from gputui.session import default_health
+from gputui.session import BackendSpec, default_health
 
 MIB = 1024 * 1024
 LOST = 3  # the faulty scenario's GPU that falls off the bus
@@ -475,13 +477,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def serving(listen: export.Listen, *, interval: float) -> ExportOptions:
+    """``gputui export --demo --listen HOST:PORT --interval S``."""
+    spec = BackendSpec.parse("sim")
+    return ExportOptions(spec, listen=f"{listen.host}:{listen.port}", interval=interval)
+
+
 def test_run_export_serves_until_stopped(capsys) -> None:
     stop = threading.Event()
     listen = export.Listen("127.0.0.1", _free_port())
     result: list[int] = []
     thread = threading.Thread(
         target=lambda: result.append(
-            export_command.run("sim", seed=0, listen=listen, interval=0.2, stop=stop)
+            export_command.run(serving(listen, interval=0.2), Seams(stop=stop))
         )
     )
     thread.start()
@@ -511,7 +519,7 @@ def test_beyond_loopback_warns(capsys) -> None:
     stop = threading.Event()
     stop.set()  # bind, warn, serve, and leave at once
     listen = export.Listen("0.0.0.0", _free_port())
-    assert export_command.run("sim", seed=0, listen=listen, interval=1, stop=stop) == 0
+    assert export_command.run(serving(listen, interval=1), Seams(stop=stop)) == 0
     err = capsys.readouterr().err
     assert "warning: listening on http://0.0.0.0:" in err
     assert "visible to the network" in err and len(err.strip().splitlines()) == 1

@@ -9,7 +9,8 @@ from gputui import cli
 from gputui.backends import NoBackend
 from gputui.choosing import Criteria, choose, distance, judge
 from gputui.commands import pick
-from gputui.commands.pick import parse_size, render_pick
+from gputui.commands.common import Seams
+from gputui.commands.pick import PickOptions, parse_size, render_pick
 from gputui.model import (
     Finding,
     GpuInfo,
@@ -220,8 +221,8 @@ def test_output_formats() -> None:
 
 
 def run(scenario: str, capsys, **kw) -> tuple[int, str, str]:
-    kw.setdefault("environ", {})
-    code = pick.run(BackendSpec.parse(f"sim:{scenario}"), sleep=lambda s: None, **kw)
+    seams = Seams(sleep=lambda s: None, environ=kw.pop("environ", {}))
+    code = pick.run(PickOptions(BackendSpec.parse(f"sim:{scenario}"), **kw), seams)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -311,5 +312,5 @@ def test_zero_gpus_is_a_usage_error(capsys) -> None:
 
 
 def test_a_recording_cannot_be_picked_from(tmp_path, capsys) -> None:
-    code = pick.run(BackendSpec.replay(str(tmp_path / "x.jsonl")), environ={})
+    code = pick.run(PickOptions(BackendSpec.replay(str(tmp_path / "x.jsonl"))), Seams(environ={}))
     assert code == 2 and "cannot pick from a recording" in capsys.readouterr().err

@@ -318,22 +318,23 @@ def test_demo_with_cpu_probes_the_cpu_and_says_so(fake, monkeypatch, capsys) -> 
 
 
 def test_no_usable_gpu_is_a_failure_that_says_why(monkeypatch, capsys) -> None:
+    from gputui.backends import NoBackend
     from gputui.commands import probe as probe_command
-    from gputui.session import BackendSpec, NoGpuError
+    from gputui.session import BackendSpec
 
     reasons = [("NVML", "libnvidia-ml.so.1 not found"), ("AMD-SMI", "amdsmi not installed")]
 
     def no_gpu(spec, **kw):
-        raise NoGpuError(spec, reasons)
+        raise NoBackend(reasons)
 
-    monkeypatch.setattr(probe_command, "open_session", no_gpu)
+    monkeypatch.setattr("gputui.backends.open_backend", no_gpu)
     _no_runner(monkeypatch)
     assert cli.main(["probe", "--tests", "memory_copy"]) == 2
     out, err = capsys.readouterr()
     assert out == ""  # no CPU run in its place
     assert "no usable GPU" in err and "--cpu" in err
     assert "NVML: libnvidia-ml.so.1 not found" in err and "AMD-SMI: amdsmi not installed" in err
-    assert probe_command.run(BackendSpec("nvml"), as_json=True) == 2
+    assert probe_command.run(probe_command.ProbeOptions(BackendSpec("nvml"), as_json=True)) == 2
     assert "cannot use nvml" in capsys.readouterr().err
 
 

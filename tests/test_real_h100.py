@@ -16,7 +16,7 @@ from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.nvml import NvmlBackend
 from gputui.codec import encode, snapshot_from_dict
-from gputui.commands.check import run_replay_check
+from gputui.commands.check import CheckOptions, run_replay_check
 from gputui.health import HealthConfig, HealthMonitor
 from gputui.model import Snapshot
 from gputui.session import BackendSpec
@@ -180,7 +180,7 @@ def test_the_fake_fed_the_real_answers_gives_what_gputui_gave_on_the_machine() -
 
 def test_the_real_recording_replays_healthy(capsys: pytest.CaptureFixture[str]) -> None:
     spec = BackendSpec.parse(f"replay:{REAL / 'rec.jsonl.gz'}")
-    assert run_replay_check(spec, as_json=True) == 0
+    assert run_replay_check(CheckOptions(spec, as_json=True)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "healthy" and doc["checked_gpus"] == [0]
 

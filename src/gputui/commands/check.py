@@ -11,6 +11,7 @@ or a bad argument. ``--strict`` counts warnings as failures (verdict ``failed``,
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import json
@@ -18,10 +19,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gputui.backends.base import OpenProgress
+from gputui.commands import args as arg
+from gputui.commands.common import REAL, Common, KernelLogReader, Seams, UsageError
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_FAILED
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
@@ -31,7 +35,10 @@ from gputui.opening import COLD_OPEN_ALLOWANCE_S, DEFAULT_TIMEOUT_S, exit_now, o
 from gputui.report import render_check
 from gputui.sampler import Sampler
 from gputui.selection import Selection, select_gpus
-from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.session import BackendSpec, Session
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
 
 MAX_READING_WAIT_S = 5.0
 """How long one reading may take before the driver counts as not responding."""
@@ -46,7 +53,129 @@ NODE_AGE_S = 30.0
 lands on it, and a simulated one is moved on as far (:meth:`Backend.advance`), so the ``faulty``
 scenario's GPU 3 has already fallen off the bus."""
 
-KernelLogReader = Callable[[], "list[str] | None"]
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """``gputui check``'s options (:func:`add_parser` says what each does)."""
+
+    spec: BackendSpec
+    seed: int = 0
+    expect_gpus: int | None = None
+    gpus: str | None = None
+    strict: bool = False
+    require_idle: bool = False
+    ignore: frozenset[str] = frozenset()
+    as_json: bool = False
+    probe: bool = False
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    """The whole check (without ``--probe``'s runs) ends within this (None: no limit)."""
+    xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS
+    list_rules: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    check = commands.add_parser(
+        "check",
+        help="judge the node's health in a few seconds and exit 0 / 1 / 2",
+        description="Judge the node's health in a few seconds, without loading the GPUs. "
+        "Exit status: 0 healthy, 1 warnings, 2 failed or no usable GPU / driver.",
+    )
+    arg.add_common(check, suppress=True)
+    check.add_argument(
+        "--expect-gpus",
+        type=arg.gpu_count,
+        metavar="N",
+        help="fail when fewer GPUs are present (default: the count Slurm allocated, if any)",
+    )
+    check.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="judge only these GPUs: NVML indices or UUIDs, e.g. 0,1 "
+        "(default: CUDA_VISIBLE_DEVICES when set, else all)",
+    )
+    check.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
+    check.add_argument(
+        "--timeout",
+        type=arg.timeout,
+        default=20.0,
+        metavar="SECONDS",
+        help="give the 'not responding' verdict (exit 2) when the GPU library has not answered "
+        "by then (default: 20; --probe runs are not counted)",
+    )
+    check.add_argument(
+        "--require-idle",
+        action="store_true",
+        help="the GPUs must be free (a Slurm prolog): any process on them, of any user (root "
+        "included), or GPU memory in use fails the check (by default other users' processes "
+        "are reported as information)",
+    )
+    check.add_argument(
+        "--xid-window",
+        type=_xid_window,
+        default=24.0,
+        metavar="HOURS",
+        help="XIDs in the kernel log older than this are history, reported as information "
+        "(default: 24; 0: no window). Those before a driver reload or the GPU's re-enumeration "
+        "always are",
+    )
+    check.add_argument(
+        "--probe",
+        action="store_true",
+        help="also run the quick probe (~20 s, loads the GPUs) and add its verdicts",
+    )
+    check.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="RULE[,RULE]",
+        help="leave out a rule's findings (repeatable; see --list-rules)",
+    )
+    check.add_argument("--json", action="store_true", help="JSON (schema: docs/check-json.md)")
+    check.add_argument(
+        "--list-rules", action="store_true", help="print the rule ids and what each checks"
+    )
+    arg.add_replay(check, suppress=True)
+
+
+def options(args: argparse.Namespace, common: Common) -> CheckOptions:
+    if args.list_rules:  # nothing else is looked at
+        return CheckOptions(BackendSpec("auto"), list_rules=True)
+    return CheckOptions(
+        common.spec(),
+        seed=common.seed,
+        expect_gpus=args.expect_gpus,
+        gpus=args.gpus,
+        strict=args.strict,
+        require_idle=args.require_idle,
+        ignore=_ignored_rules(args.ignore),
+        as_json=args.json,
+        probe=args.probe,
+        timeout=args.timeout,
+        xid_window_hours=args.xid_window,
+    )
+
+
+def _xid_window(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not 0 <= value <= 24 * 366:
+        raise argparse.ArgumentTypeError("the XID window must be between 0 and 8784 hours")
+    return value or None
+
+
+def _ignored_rules(values: list[str]) -> frozenset[str]:
+    from gputui.health.verdict import all_rules
+
+    rules = all_rules()
+    ids = {r.strip() for v in values for r in v.split(",") if r.strip()}
+    unknown = sorted(ids - rules.keys())
+    if unknown:
+        raise UsageError(
+            f"--ignore: unknown rule {', '.join(unknown)} (valid: {', '.join(sorted(rules))})"
+        )
+    return frozenset(ids)
 
 
 def build_config(
@@ -101,138 +230,82 @@ def replay_readings(session: Session) -> Snapshot:
     return snapshot
 
 
-def run_check(
-    spec: BackendSpec | str,
-    *,
-    seed: int = 0,
-    expect_gpus: int | None = None,
-    gpus: str | None = None,
-    strict: bool = False,
-    require_idle: bool = False,
-    ignore: Iterable[str] = (),
-    as_json: bool = False,
-    kernel_log: KernelLogReader | bool | None = True,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    environ: Mapping[str, str] | None = None,
-    out: TextIO | None = None,
-    probe: bool = False,
-    probe_options: Mapping[str, Any] | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT_S,
-    xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS,
-) -> int:
+def run(options: CheckOptions, seams: Seams = REAL) -> int:
     """Open the backend, read twice, judge, print; returns the exit code.
 
-    ``timeout``: the whole check (without ``--probe``'s runs) ends within this many seconds: a
-    driver that does not answer a reading gives the "not responding" verdict (exit 2), and one
-    that hangs even earlier (opening the library) is cut off by a watchdog that prints that
-    verdict and ends the process.
-
-    ``probe``: then run the quick probe on the judged GPUs and add its verdicts as findings
-    (rule ``probe``); ``probe_options`` go to :func:`gputui.probe.runner.probe_node`.
-
-    ``kernel_log``: True reads the kernel log (not for a simulated node), a callable reads it
-    that way, None / False skips it. ``xid_window_hours``: a kernel-log XID older than this is
-    history (None: no window). ``clock`` / ``sleep`` let tests run it instantly."""
-    if isinstance(spec, str):
-        spec = BackendSpec.parse(spec)
+    The whole check (without ``--probe``'s runs) ends within ``options.timeout``: a driver that
+    does not answer a reading gives the "not responding" verdict (exit 2), and one that hangs
+    even earlier (opening the library) is cut off by a watchdog that prints that verdict and
+    ends the process. ``--probe`` then runs the quick probe on the judged GPUs and adds its
+    verdicts as findings (rule ``probe``)."""
+    if options.list_rules:
+        return run_list_rules()
+    spec = options.spec
     started = time.monotonic()
-    ignore = frozenset(ignore)
     # A total deadline for live readings (a replay never waits on a driver).
-    limit = None if spec.replayed else timeout
+    limit = None if spec.replayed else options.timeout
     progress = OpenProgress()
     guard = (
-        Watchdog(limit, spec, as_json=as_json, out=out, progress=progress)
+        Watchdog(limit, spec, as_json=options.as_json, out=seams.out, progress=progress)
         if limit is not None
         else contextlib.nullcontext()
     )
     with guard:
-        return _run_check(
-            spec,
-            seed=seed,
-            expect_gpus=expect_gpus,
-            gpus=gpus,
-            strict=strict,
-            require_idle=require_idle,
-            ignore=ignore,
-            as_json=as_json,
-            kernel_log=kernel_log,
-            clock=clock,
-            sleep=sleep,
-            environ=environ,
-            out=out,
-            probe=probe,
-            probe_options=probe_options,
-            xid_window_hours=xid_window_hours,
-            started=started,
-            deadline=(MAX_READING_WAIT_S if limit is None else min(MAX_READING_WAIT_S, limit / 2)),
-            progress=progress,
-        )
+        if spec.replayed:
+            return run_replay_check(options, seams)
+        deadline = MAX_READING_WAIT_S if limit is None else min(MAX_READING_WAIT_S, limit / 2)
+        return _run_live(options, seams, started=started, deadline=deadline, progress=progress)
 
 
-def _run_check(
-    spec: BackendSpec,
+def run_check(spec: BackendSpec | str, **keywords: Any) -> int:
+    """:func:`run` with the options and the seams as keywords, for scripts and tests:
+    ``run_check("sim:faulty", gpus="0", as_json=True, sleep=lambda s: None)``."""
+    seams = {f.name: keywords.pop(f.name) for f in dataclasses.fields(Seams) if f.name in keywords}
+    if "ignore" in keywords:
+        keywords["ignore"] = frozenset(keywords["ignore"])
+    if isinstance(spec, str):
+        spec = BackendSpec.parse(spec)
+    return run(CheckOptions(spec, **keywords), Seams(**seams))
+
+
+def _run_live(
+    options: CheckOptions,
+    seams: Seams,
     *,
-    seed: int,
-    expect_gpus: int | None,
-    gpus: str | None,
-    strict: bool,
-    require_idle: bool,
-    ignore: frozenset[str],
-    as_json: bool,
-    kernel_log: KernelLogReader | bool | None,
-    clock: Callable[[], float],
-    sleep: Callable[[float], None],
-    environ: Mapping[str, str] | None,
-    out: TextIO | None,
-    probe: bool,
-    probe_options: Mapping[str, Any] | None,
-    xid_window_hours: float | None,
     started: float,
     deadline: float,
     progress: OpenProgress | None = None,
 ) -> int:
-    if spec.replayed:
-        return run_replay_check(
-            spec,
-            expect_gpus=expect_gpus,
-            gpus=gpus,
-            strict=strict,
-            ignore=ignore,
-            as_json=as_json,
-            out=out,
-        )
-    try:
-        session = open_session(
-            spec,
-            seed=seed,
-            interval=READING_GAP_S,
-            slow_interval=READING_GAP_S,
-            clock=clock,
-            judge="none",
-            deadline=deadline,
-            progress=progress,
-            open_timeout=None,  # the watchdog ends the whole check
-        )
-    except SessionError as exc:
-        error(str(exc))
+    spec, ignore = options.spec, options.ignore
+    session = open_or_report(
+        spec,
+        seed=options.seed,
+        interval=READING_GAP_S,
+        slow_interval=READING_GAP_S,
+        clock=seams.clock,
+        judge="none",
+        deadline=deadline,
+        progress=progress,
+        open_timeout=None,  # the watchdog ends the whole check
+    )
+    if session is None:
         return EXIT_FAILED
     with session:
         node = session.node
         try:
-            selection = select_gpus(node, gpus, environ)
+            selection = select_gpus(node, options.gpus, seams.environ)
         except ValueError as exc:
             error(f"gputui check: {exc}")
             return EXIT_FAILED
         session.backend.advance(NODE_AGE_S)
         not_checked: list[str] = []
-        events = _kernel_log_events(session, kernel_log, not_checked)
+        events = _kernel_log_events(session, seams.kernel_log, not_checked)
         config = build_config(
-            expect_gpus=expect_gpus,
+            expect_gpus=options.expect_gpus,
             selection=selection,
             ignore=ignore,
-            require_idle=require_idle,
-            xid_window_hours=xid_window_hours,
+            require_idle=options.require_idle,
+            xid_window_hours=options.xid_window_hours,
         )
         if config.torch_cuda_version is None:
             not_checked.append(
@@ -241,27 +314,22 @@ def _run_check(
         monitor = HealthMonitor(config)
         monitor.add_events(events)  # judged with the first reading
         session.sampler.health = monitor
-        snapshot = take_readings(session.sampler, sleep=sleep)
-        if probe and "probe" not in ignore and snapshot.stall is None:
+        snapshot = take_readings(session.sampler, sleep=seams.sleep)
+        if options.probe and "probe" not in ignore and snapshot.stall is None:
             extra = probe_findings(
-                snapshot,
-                selection,
-                session.sampler,
-                spec.simulated,
-                not_checked,
-                probe_options or {},
+                snapshot, selection, session.sampler, spec.simulated, not_checked
             )
             snapshot = dataclasses.replace(snapshot, findings=(*snapshot.findings, *extra))
     result = evaluate(
         snapshot,
         selection,
         ignore=ignore,
-        strict=strict,
+        strict=options.strict,
         not_checked=not_checked,
         duration_s=time.monotonic() - started,
         kernel_events=events,
     )
-    return _emit(result, as_json=as_json, out=out)
+    return _emit(result, as_json=options.as_json, out=seams.out)
 
 
 class Watchdog:
@@ -381,9 +449,10 @@ def probe_findings(
     sampler: Sampler,
     simulated: bool,
     not_checked: list[str],
-    options: Mapping[str, Any],
+    options: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
-    """``--probe``: the quick probe on the judged GPUs; LOW results and errors become warnings."""
+    """``--probe``: the quick probe on the judged GPUs; LOW results and errors become warnings.
+    ``options`` go to :func:`gputui.probe.runner.probe_node`."""
     from gputui.probe.runner import probe_node
     from gputui.probe.verdict import LOW, describe
 
@@ -396,7 +465,9 @@ def probe_findings(
     )
     if not judged:
         return []
-    report = probe_node(node=node, snapshot=snapshot, gpus=judged, sampler=sampler, **options)
+    report = probe_node(
+        node=node, snapshot=snapshot, gpus=judged, sampler=sampler, **(options or {})
+    )
     now = snapshot.timestamp
     if report.refused:
         not_checked.append("probe: not run on every GPU, " + " ".join(report.refused))
@@ -444,41 +515,34 @@ def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None) -> int:
     return result.exit_code
 
 
-def run_replay_check(
-    spec: BackendSpec,
-    *,
-    expect_gpus: int | None = None,
-    gpus: str | None = None,
-    strict: bool = False,
-    ignore: Iterable[str] = (),
-    as_json: bool = False,
-    out: TextIO | None = None,
-) -> int:
+def run_replay_check(options: CheckOptions, seams: Seams = REAL) -> int:
     """``gputui check --replay FILE``: every reading of a recording judged by a fresh health
     monitor; the verdict counts every finding listed at the end, cleared ones included (something
     that went wrong and recovered during the recording still fails it). Judged as a running node
     (not ``--require-idle``: a recording's own jobs are expected), without this machine's
-    environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run_check`; a file that
+    environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run`; a file that
     is not a readable recording exits 2 with a message naming the line."""
     from gputui.format import fmt_duration
     from gputui.record import RecordingError
 
+    spec, ignore = options.spec, options.ignore
     started = time.monotonic()
-    ignore = frozenset(ignore)
-    try:
-        session = open_session(spec, judge="none")
-    except SessionError as exc:
-        error(str(exc).replace("gputui:", "gputui check:", 1))
+    session = open_or_report(
+        spec, describe=lambda exc: str(exc).replace("gputui:", "gputui check:", 1), judge="none"
+    )
+    if session is None:
         return EXIT_FAILED
     with session:
         playback = session.playback
         assert playback is not None
         try:
-            selection = select_gpus(session.node, gpus, {})
+            selection = select_gpus(session.node, options.gpus, {})
         except ValueError as exc:
             error(f"gputui check: {exc}")
             return EXIT_FAILED
-        config = HealthConfig(expect_gpus=expect_gpus, gpus=selection.indices, ignore=ignore)
+        config = HealthConfig(
+            expect_gpus=options.expect_gpus, gpus=selection.indices, ignore=ignore
+        )
         session.sampler.health = HealthMonitor(config, env={})
         try:
             snapshot = replay_readings(session)
@@ -494,7 +558,7 @@ def run_replay_check(
         snapshot,
         selection,
         ignore=ignore,
-        strict=strict,
+        strict=options.strict,
         not_checked=(
             "kernel log: not read for a recording (the XID events it recorded are judged)",
             "driver vs torch CUDA build: not judged for a recording",
@@ -502,7 +566,7 @@ def run_replay_check(
         duration_s=time.monotonic() - started,
     )
     result = dataclasses.replace(result, notes=(*result.notes, note))
-    return _emit(result, as_json=as_json, out=out)
+    return _emit(result, as_json=options.as_json, out=seams.out)
 
 
 def _kernel_log_reader(
@@ -527,10 +591,14 @@ def run_list_rules() -> int:
 __all__ = [
     "COLD_OPEN_ALLOWANCE_S",
     "DEFAULT_TIMEOUT_S",
+    "CheckOptions",
     "CheckResult",
+    "add_parser",
     "build_config",
+    "options",
     "probe_findings",
     "replay_readings",
+    "run",
     "run_check",
     "run_replay_check",
     "take_readings",

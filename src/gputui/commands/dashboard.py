@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import TextIO
 
+from gputui.commands.common import Common
 from gputui.commands.output import encodable, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.session import BackendSpec, Session, SessionError, open_session
@@ -16,20 +19,34 @@ SHOW_AFTER_S = 2.0
 """An open that takes longer than this shows how long it has taken so far."""
 
 
-def run(
-    spec: BackendSpec,
-    *,
-    seed: int = 0,
-    interval: float = 1.0,
-    readonly: bool = False,
-    light: bool = False,
-) -> int:
+@dataclass(frozen=True, slots=True)
+class DashboardOptions:
+    spec: BackendSpec
+    seed: int = 0
+    interval: float = 1.0
+    readonly: bool = False
+    light: bool = False
+
+
+def options(args: argparse.Namespace, common: Common) -> DashboardOptions:
+    """The dashboard's options are the command line's own (no sub-command)."""
+    return DashboardOptions(
+        common.spec(),
+        seed=common.seed,
+        interval=common.interval,
+        readonly=common.readonly,
+        light=common.light,
+    )
+
+
+def run(options: DashboardOptions) -> int:
+    spec, seed = options.spec, options.seed
     # Textual reads keys from stdin and draws on stderr: both must be a terminal.
     drawable = sys.stdin.isatty() and sys.stderr.isatty()
     drawable = drawable and os.environ.get("TERM", "").strip().lower() != "dumb"
     try:
-        session = _open_while_importing_the_tui(spec, seed, interval, drawable)
-    except SessionError as exc:
+        session = _open_while_importing_the_tui(spec, seed, options.interval, drawable)
+    except SessionError as exc:  # said once the opening status is off the terminal
         error(str(exc))
         return EXIT_NO_GPU
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
@@ -47,10 +64,11 @@ def run(
         )
         from gputui.commands import snapshot
 
-        return snapshot.run(spec, seed=seed)
+        return snapshot.run(snapshot.SnapshotOptions(spec, seed=seed))
     from gputui.tui.app import GpuTuiApp
 
-    app = GpuTuiApp(session.sampler, readonly=readonly, theme="textual-light" if light else None)
+    theme = "textual-light" if options.light else None
+    app = GpuTuiApp(session.sampler, readonly=options.readonly, theme=theme)
     try:
         app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
     finally:
@@ -108,4 +126,4 @@ class _OpeningStatus:
             self.stream.flush()
 
 
-__all__ = ["run"]
+__all__ = ["DashboardOptions", "options", "run"]

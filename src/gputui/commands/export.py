@@ -1,35 +1,86 @@
 """``gputui export``: serve the readings and health findings as Prometheus metrics on
-``/metrics``, until Ctrl-C or SIGTERM."""
+``/metrics``, until Ctrl-C or SIGTERM.
+
+Needs the ``export`` extra (``prometheus-client``), imported only when the command runs: without
+it the command says how to install it and exits 2."""
 
 from __future__ import annotations
 
+import argparse
 import errno
 import signal
 import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry
-
+from gputui.commands import args as arg
+from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.export.collector import GpuCollector
-from gputui.export.dcgm import DEFAULT_TOP_PROCESSES
-from gputui.export.server import Listen, MetricsServer, is_loopback
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
+
+DEFAULT_LISTEN = "127.0.0.1:9400"
 
 
-def run(
-    spec: BackendSpec | str,
-    *,
-    seed: int,
-    listen: Listen,
-    interval: float,
-    top_processes: int = DEFAULT_TOP_PROCESSES,
-    stop: threading.Event | None = None,
-) -> int:
-    """Serve ``/metrics`` until Ctrl-C / SIGTERM (exit 0) or ``stop`` is set. 2: the address is
-    unusable (in use, not permitted) or no usable GPU."""
-    if isinstance(spec, str):
-        spec = BackendSpec.parse(spec)
+@dataclass(frozen=True, slots=True)
+class ExportOptions:
+    spec: BackendSpec
+    seed: int = 0
+    listen: str = DEFAULT_LISTEN
+    """HOST:PORT, [IPv6]:PORT, :PORT or PORT (:func:`gputui.export.server.parse_listen`)."""
+    interval: float = 1.0
+
+
+def add_parser(commands: SubParsers) -> None:
+    export = commands.add_parser(
+        "export",
+        help="serve Prometheus metrics (DCGM-compatible names) on /metrics",
+        description="Serve the readings and health findings as Prometheus metrics on "
+        "http://ADDR/metrics, with DCGM exporter names and labels. Needs "
+        "pip install 'gputui[export]'.",
+    )
+    arg.add_common(export, suppress=True)
+    export.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="ADDR",
+        help="HOST:PORT, [IPv6]:PORT, :PORT or PORT (default: 127.0.0.1:9400); "
+        "an address beyond loopback exposes process names and users to the network",
+    )
+    arg.add_interval(
+        export, "how often the GPUs are read (default: 1); scrapes show the latest reading"
+    )
+    arg.add_price(export, suppress=True)
+
+
+def options(args: argparse.Namespace, common: Common) -> ExportOptions:
+    return ExportOptions(
+        common.spec(), seed=common.seed, listen=args.listen, interval=common.interval
+    )
+
+
+def run(options: ExportOptions, seams: Seams = REAL) -> int:
+    """Serve ``/metrics`` until Ctrl-C / SIGTERM (exit 0) or ``seams.stop`` is set. 2: the
+    extra is missing, the address is unusable (in use, not permitted) or no usable GPU;
+    :class:`UsageError` when ``options.listen`` is no address."""
+    try:
+        from prometheus_client import CollectorRegistry
+
+        from gputui.export.collector import GpuCollector
+        from gputui.export.server import MetricsServer, is_loopback, parse_listen
+    except ModuleNotFoundError as exc:
+        if exc.name != "prometheus_client":
+            raise
+        error("gputui: export needs prometheus-client: pip install 'gputui[export]'")
+        return EXIT_USAGE
+    try:
+        listen = parse_listen(options.listen)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     where = listen.url.removesuffix("/metrics")
     registry = CollectorRegistry(auto_describe=False)
     try:
@@ -48,19 +99,17 @@ def run(
             f"gputui: warning: listening on {where} makes the metrics (process names, users, "
             "PIDs) visible to the network; firewall it or bind 127.0.0.1"
         )
-    try:
-        session = open_session(spec, seed=seed, interval=interval)
-    except SessionError as exc:
+    session = open_or_report(options.spec, seed=options.seed, interval=options.interval)
+    if session is None:
         server.stop()
-        error(str(exc))
         return EXIT_NO_GPU
-    stop = stop if stop is not None else threading.Event()
+    stop = seams.stop if seams.stop is not None else threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sampler = session.sampler
     try:
-        registry.register(GpuCollector(sampler, top_processes=top_processes))
+        registry.register(GpuCollector(sampler))
         sampler.poll()  # the first scrape shows a reading
         sampler.start(lambda _snapshot: None)
         server.start()
@@ -78,4 +127,4 @@ def run(
     return EXIT_OK
 
 
-__all__ = ["run"]
+__all__ = ["DEFAULT_LISTEN", "ExportOptions", "add_parser", "options", "run"]

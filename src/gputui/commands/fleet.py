@@ -9,19 +9,27 @@ GPU node is found.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from gputui.commands import args as arg
+from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
-from gputui.fleet.client import DEFAULT_TIMEOUT_S, PrometheusClient, PrometheusError, auth_from_env
-from gputui.fleet.model import Fleet, fleet_json
-from gputui.fleet.promql import parse_match
-from gputui.fleet.source import FleetSource
+
+if TYPE_CHECKING:  # gputui.fleet (HTTP, PromQL) is imported when the command runs
+    from gputui.commands.args import SubParsers
+    from gputui.fleet.model import Fleet
+    from gputui.fleet.source import FleetSource
 
 DEFAULT_INTERVAL_S = 5.0
+DEFAULT_TIMEOUT_S = 10.0
+"""The longest one refresh may take, all its queries together."""
 
 
 def exit_code(fleet: Fleet) -> int:
@@ -42,6 +50,10 @@ def make_source(
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> FleetSource:
     """The source the options describe; ValueError with the user's message when one is wrong."""
+    from gputui.fleet.client import PrometheusClient, auth_from_env
+    from gputui.fleet.promql import parse_match
+    from gputui.fleet.source import FleetSource
+
     matchers = parse_match(match)
     if node is not None:
         try:
@@ -52,22 +64,82 @@ def make_source(
     return FleetSource(client, match=matchers, node_filter=node)
 
 
-def run(
-    prometheus: str,
-    *,
-    match: str | None = None,
-    node: str | None = None,
-    interval: float = DEFAULT_INTERVAL_S,
-    timeout: float = DEFAULT_TIMEOUT_S,
-    as_json: bool = False,
-    light: bool = False,
-) -> int:
+@dataclass(frozen=True, slots=True)
+class FleetOptions:
+    prometheus: str
+    match: str | None = None
+    node: str | None = None
+    interval: float = DEFAULT_INTERVAL_S
+    timeout: float = DEFAULT_TIMEOUT_S
+    as_json: bool = False
+    light: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        help="every GPU node and GPU that Prometheus holds (dcgm-exporter or gputui export)",
+        description="Show every GPU node and GPU that a Prometheus server holds (scraped from "
+        "dcgm-exporter or `gputui export`), live; with --json once, exit 0 all ok / 1 a node "
+        "warns or went silent / 2 a node fails or Prometheus cannot be reached. Credentials: "
+        "GPUTUI_PROMETHEUS_TOKEN (bearer) or GPUTUI_PROMETHEUS_USER and "
+        "GPUTUI_PROMETHEUS_PASSWORD (basic).",
+    )
+    fleet.add_argument(
+        "--prometheus", required=True, metavar="URL", help="e.g. http://prometheus:9090"
+    )
+    fleet.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="a label selector applied to every query, e.g. '{job=\"gpu\"}'",
+    )
+    fleet.add_argument(
+        "--node", metavar="REGEX", help="only nodes whose hostname or instance matches REGEX"
+    )
+    fleet.add_argument(
+        "--interval",
+        dest="fleet_interval",
+        type=arg.interval,
+        default=DEFAULT_INTERVAL_S,
+        metavar="SECONDS",
+        help="refresh period of the view (default: 5)",
+    )
+    fleet.add_argument(
+        "--timeout",
+        dest="fleet_timeout",
+        type=arg.timeout,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="the longest one refresh may take, all its queries together (default: 10)",
+    )
+    fleet.add_argument("--json", action="store_true", help="one JSON object, then exit")
+    fleet.add_argument(
+        "--light", action="store_true", default=argparse.SUPPRESS, help="light colour theme"
+    )
+
+
+def options(args: argparse.Namespace, common: Common) -> FleetOptions:
+    """No backend: ``--backend`` and the like before ``fleet`` are not looked at."""
+    return FleetOptions(
+        args.prometheus,
+        match=args.match,
+        node=args.node,
+        interval=args.fleet_interval,
+        timeout=args.fleet_timeout,
+        as_json=args.json,
+        light=common.light,
+    )
+
+
+def run(options: FleetOptions) -> int:
     try:
-        source = make_source(prometheus, match=match, node=node, timeout=timeout)
+        source = make_source(
+            options.prometheus, match=options.match, node=options.node, timeout=options.timeout
+        )
     except ValueError as exc:
         error(f"gputui fleet: {exc}")
         return EXIT_USAGE
-    if as_json:
+    if options.as_json:
         return _run_json(source)
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         error(
@@ -80,12 +152,16 @@ def run(
         return EXIT_USAGE
     from gputui.tui.fleet.app import FleetApp
 
-    app = FleetApp(source, interval=interval, theme="textual-light" if light else None)
+    theme = "textual-light" if options.light else None
+    app = FleetApp(source, interval=options.interval, theme=theme)
     app.run()
     return app.return_code or EXIT_OK
 
 
 def _run_json(source: FleetSource) -> int:
+    from gputui.fleet.client import PrometheusError
+    from gputui.fleet.model import fleet_json
+
     try:
         fleet = source.refresh()
     except PrometheusError as exc:
@@ -102,4 +178,12 @@ def _run_json(source: FleetSource) -> int:
     return exit_code(fleet)
 
 
-__all__ = ["DEFAULT_INTERVAL_S", "exit_code", "make_source", "run"]
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "FleetOptions",
+    "add_parser",
+    "exit_code",
+    "make_source",
+    "options",
+    "run",
+]

@@ -21,17 +21,23 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TextIO
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from gputui.choosing import DEFAULT_MAX_UTIL_PCT, Criteria, Pick, pick
+from gputui.commands import args as arg
+from gputui.commands.common import REAL, Common, Seams
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.model import NodeInfo, Snapshot
 from gputui.sampler import Sampler
 from gputui.selection import CUDA_ORDER_NOTE, select_gpus
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
 
 Format = Literal["indices", "uuids", "env"]
 FORMATS: tuple[Format, ...] = ("indices", "uuids", "env")
@@ -58,6 +64,93 @@ def parse_size(text: str) -> int:
     if suffix and not prefix:
         raise ValueError(f"{text!r} is not a size (give a unit: 40G, 40GiB, 40GB)")
     return int(number * 1024**power)
+
+
+@dataclass(frozen=True, slots=True)
+class PickOptions:
+    """``gputui pick``'s options (see :func:`options` for the command line's)."""
+
+    spec: BackendSpec
+    seed: int = 0
+    count: int = 1
+    min_free_bytes: int | None = None
+    max_util_pct: float = DEFAULT_MAX_UTIL_PCT
+    idle_for_s: float | None = None
+    fmt: Format = "indices"
+    gpus: str | None = None
+    strict: bool = False
+    window_s: float = DEFAULT_WINDOW_S
+    verbose: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    pick = commands.add_parser(
+        "pick",
+        help="print free GPUs to put in CUDA_VISIBLE_DEVICES (exit 0 found, 1 fewer, 2 no GPU)",
+        description="Read the GPUs for --window seconds and print the N free, healthy GPUs "
+        "closest to each other (NVLink, one PCIe switch ... first). Free: utilization at most "
+        "--max-util in every reading, at most 1 GiB in use (or --min-free). The numbers are "
+        "NVML indices, CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID (--format env sets it). Exit 0 "
+        "found N; 1 fewer qualify (printed; why the others do not on stderr); 2 no GPU.",
+    )
+    arg.add_common(pick, suppress=True)
+    add = pick.add_argument
+    add("-n", "--count", type=arg.gpu_count, default=1, metavar="N", help="GPUs (default: 1)")
+    add(
+        "--min-free",
+        type=arg.checked(parse_size),
+        metavar="SIZE",
+        help="at least this much memory free (40G, 40GiB, 40GB, 512M; a bare number is GiB), "
+        "even beside another process (default: at most 1 GiB in use)",
+    )
+    add(
+        "--max-util",
+        type=arg.between(0, 100),
+        default=10.0,
+        metavar="PCT",
+        help="highest utilization in any reading (default: 10; 100 skips the test)",
+    )
+    add(
+        "--idle-for",
+        type=arg.duration,
+        metavar="DURATION",
+        help="every process on the GPU has run this long (5m); idleness itself is judged over "
+        "--window only (pick cannot see before it started)",
+    )
+    add(
+        "--format",
+        dest="pick_format",
+        choices=("indices", "uuids", "env"),
+        default="indices",
+        help="2,3 | GPU-UUIDs | export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3",
+    )
+    add("--gpus", metavar="LIST", help="pick among these (default: CUDA_VISIBLE_DEVICES, or all)")
+    add(
+        "--window",
+        dest="pick_window",
+        type=arg.between(0, 60),
+        default=2.0,
+        metavar="SECONDS",
+        help="read the GPUs this long, every 0.5 s (default: 2)",
+    )
+    add("--strict", action="store_true", help="GPUs with health warnings do not qualify either")
+    add("-v", "--verbose", action="store_true", help="say why each GPU was picked or not")
+
+
+def options(args: argparse.Namespace, common: Common) -> PickOptions:
+    return PickOptions(
+        spec=common.spec(),
+        seed=common.seed,
+        count=args.count,
+        min_free_bytes=args.min_free,
+        max_util_pct=args.max_util,
+        idle_for_s=args.idle_for,
+        fmt=args.pick_format,
+        gpus=args.gpus,
+        strict=args.strict,
+        window_s=args.pick_window,
+        verbose=args.verbose,
+    )
 
 
 def render_pick(node: NodeInfo, chosen: Sequence[int], fmt: Format) -> str:
@@ -108,63 +201,36 @@ def take_readings(
     return readings
 
 
-def options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of :func:`run` from the command line's ``pick`` arguments."""
-    return {
-        "count": args.count,
-        "min_free_bytes": args.min_free,
-        "max_util_pct": args.max_util,
-        "idle_for_s": args.idle_for,
-        "fmt": args.pick_format,
-        "gpus": args.gpus,
-        "strict": args.strict,
-        "window_s": args.pick_window,
-        "verbose": args.verbose,
-    }
-
-
-def run(
-    spec: BackendSpec,
-    *,
-    seed: int = 0,
-    count: int = 1,
-    min_free_bytes: int | None = None,
-    max_util_pct: float = DEFAULT_MAX_UTIL_PCT,
-    idle_for_s: float | None = None,
-    fmt: Format = "indices",
-    gpus: str | None = None,
-    strict: bool = False,
-    window_s: float = DEFAULT_WINDOW_S,
-    verbose: bool = False,
-    sleep: Callable[[float], None] = time.sleep,
-    environ: Mapping[str, str] | None = None,
-    out: TextIO | None = None,
-) -> int:
+def run(options: PickOptions, seams: Seams = REAL) -> int:
     """Read the GPUs over the window, pick, print; the exit code (see the module doc)."""
-    env = os.environ if environ is None else environ
-    if count < 1:
+    env = os.environ if seams.environ is None else seams.environ
+    if options.count < 1:
         error("gputui pick: -n: pick at least 1 GPU")
         return EXIT_USAGE
-    if spec.replayed:
+    if options.spec.replayed:
         error("gputui pick: pick reads the GPUs as they are now; it cannot pick from a recording")
         return EXIT_USAGE
-    criteria = Criteria(count, min_free_bytes, max_util_pct, idle_for_s, strict)
-    window_s = min(max(window_s, 0.0), MAX_WINDOW_S)
-    try:
-        session = open_session(
-            spec,
-            seed=seed,
-            interval=READING_GAP_S,
-            slow_interval=READING_GAP_S,
-            deadline=READING_WAIT_S,
-        )
-    except SessionError as exc:
-        error(str(exc))
+    criteria = Criteria(
+        options.count,
+        options.min_free_bytes,
+        options.max_util_pct,
+        options.idle_for_s,
+        options.strict,
+    )
+    window_s = min(max(options.window_s, 0.0), MAX_WINDOW_S)
+    session = open_or_report(
+        options.spec,
+        seed=options.seed,
+        interval=READING_GAP_S,
+        slow_interval=READING_GAP_S,
+        deadline=READING_WAIT_S,
+    )
+    if session is None:
         return EXIT_NO_GPU
     with session:
         node = session.node
         try:
-            selection = select_gpus(node, gpus, env)
+            selection = select_gpus(node, options.gpus, env)
         except ValueError as exc:
             error(f"gputui pick: {exc}")
             return EXIT_USAGE
@@ -172,22 +238,22 @@ def run(
             why = selection.none_visible or "the node lists no GPU"
             error(f"gputui pick: no GPU to pick from: {why}")
             return EXIT_NO_GPU
-        readings = take_readings(session.sampler, window_s=window_s, sleep=sleep)
+        readings = take_readings(session.sampler, window_s=window_s, sleep=seams.sleep)
     if readings[-1].stall is not None:
         error(f"gputui pick: {session.backend.name} is not answering (a driver call hangs)")
         return EXIT_FAILED
     window = (len(readings) - 1) * READING_GAP_S
     result = pick(readings, criteria, selection.indices, window_s=window)
-    text = render_pick(node, result.chosen, fmt)
+    text = render_pick(node, result.chosen, options.fmt)
     if text:
-        emit(text, out)
+        emit(text, seams.out)
     notes = [f"gputui pick: note: {n}" for n in selection.notes]
     if selection.source != "all":
         notes.append(f"gputui pick: candidates from {selection.source}")
     for token in selection.unknown:
         notes.append(f"gputui pick: {selection.source} names no GPU of this node: {token}")
     if (
-        fmt == "indices"
+        options.fmt == "indices"
         and result.chosen
         and _vendor(node) == "nvidia"
         and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
@@ -204,7 +270,7 @@ def run(
         )
         error("\n".join([head + ":", *explain(result, node), *notes]))
         return EXIT_TOO_FEW
-    if verbose:
+    if options.verbose:
         notes = [*explain(result, node), *notes]
     if notes:
         error("\n".join(notes))
@@ -216,6 +282,8 @@ __all__ = [
     "EXIT_TOO_FEW",
     "FORMATS",
     "MAX_WINDOW_S",
+    "PickOptions",
+    "add_parser",
     "explain",
     "options",
     "parse_size",

@@ -6,24 +6,102 @@ exits 2 and says why. The CPU is probed only when asked (``--cpu``), and that ru
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gputui.commands import args as arg
+from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.selection import select_gpus
-from gputui.session import BackendSpec, NoGpuError, Session, SessionError, open_session
+from gputui.session import BackendSpec, NoGpuError, SessionError
 
 if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
     from gputui.probe.report import ProbeReport
 
 TELEMETRY_INTERVAL_S = 0.5
 CPU_HINT = "`gputui probe --cpu` probes this machine's CPU instead (values only, no spec)."
 
 
-def _no_gpu(exc: SessionError) -> None:
+@dataclass(frozen=True, slots=True)
+class ProbeOptions:
+    spec: BackendSpec
+    seed: int = 0
+    gpus: tuple[str, ...] = ()
+    """``--gpu`` as given (each may list several, ``0,1``)."""
+    tests: tuple[str, ...] | None = None
+    """None: every test."""
+    as_json: bool = False
+    long: bool = False
+    force: bool = False
+    python: str | None = None
+    cpu: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    probe = commands.add_parser(
+        "probe",
+        help="measure memory bandwidth, PCIe and matmul TFLOPS against the spec, and exit",
+        description="Run the probe worker (PyTorch) on each GPU: memory copy / triad, host <-> "
+        "device, GPU <-> GPU, FP32 / TF32 / FP16 / BF16 / FP8 matmul; compare with the spec "
+        "sheet and the node's other GPUs. Exit 0 all OK/WARN, 1 any LOW, 2 could not run. "
+        "Without a usable GPU (or with --demo / a recording) it exits 2; --cpu probes the CPU "
+        "instead.",
+    )
+    arg.add_common(probe, suppress=True)
+    probe.add_argument(
+        "--gpu",
+        action="append",
+        default=[],
+        metavar="N[,N]",
+        help="probe these GPUs (NVML index or UUID; repeatable; default: CUDA_VISIBLE_DEVICES "
+        "when set, else all)",
+    )
+    probe.add_argument("--tests", metavar="LIST", help="comma-separated subset of the tests")
+    probe.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    probe.add_argument("--long", action="store_true", help="60 s sustained BF16 matmul")
+    probe.add_argument(
+        "--force", action="store_true", help="probe GPUs that have processes or memory in use"
+    )
+    probe.add_argument(
+        "--python", metavar="PATH", help="run the worker with this Python (your torch build)"
+    )
+    probe.add_argument("--cpu", action="store_true", help="probe the CPU (no GPU needed)")
+
+
+def options(args: argparse.Namespace, common: Common) -> ProbeOptions:
+    return ProbeOptions(
+        common.spec(),
+        seed=common.seed,
+        gpus=tuple(args.gpu),
+        tests=_test_list(args.tests),
+        as_json=args.json,
+        long=args.long,
+        force=args.force,
+        python=args.python,
+        cpu=args.cpu,
+    )
+
+
+def _test_list(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    from gputui.probe.protocol import TEST_IDS
+
+    tests = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in tests if t not in TEST_IDS]
+    if bad:
+        raise UsageError(f"--tests: unknown {', '.join(bad)} (valid: {', '.join(TEST_IDS)})")
+    return tests
+
+
+def _no_gpu(exc: SessionError) -> str:
     """Why there is nothing to probe: each backend tried and why it was not usable."""
     if isinstance(exc, NoGpuError):
         head = "no usable GPU to probe." if exc.spec.kind == "auto" else f"cannot use {exc.spec}."
@@ -31,21 +109,10 @@ def _no_gpu(exc: SessionError) -> None:
         lines += [f"  {label}: {reason}" for label, reason in exc.reasons]
     else:
         lines = [str(exc)]
-    error("\n".join([*lines, CPU_HINT]))
+    return "\n".join([*lines, CPU_HINT])
 
 
-def run(
-    spec: BackendSpec,
-    *,
-    seed: int = 0,
-    gpus: Sequence[str] = (),
-    tests: list[str] | None = None,
-    as_json: bool = False,
-    long: bool = False,
-    force: bool = False,
-    python: str | None = None,
-    cpu: bool = False,
-) -> int:
+def run(options: ProbeOptions) -> int:
     from gputui.probe.runner import (
         EXIT_CANNOT,
         REPLAY_NOTE,
@@ -54,26 +121,27 @@ def run(
         progress_printer,
     )
 
+    spec, python, gpus = options.spec, options.python, options.gpus
     if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         error(f"gputui probe: --python {python}: not an executable file")
         return EXIT_CANNOT
+    as_json, tests, long = options.as_json, options.tests, options.long
     on_event = None if as_json else progress_printer(sys.stderr)
-    if cpu:
+    if options.cpu:
         report = probe_node(node=None, tests=tests, python=python, long=long, on_event=on_event)
         return _report(report, as_json)
     if spec.simulated or spec.replayed:
         error(f"gputui probe: {SIM_NOTE if spec.simulated else REPLAY_NOTE}.")
         return EXIT_CANNOT
-    try:
-        session: Session = open_session(
-            spec,
-            seed=seed,
-            interval=TELEMETRY_INTERVAL_S,
-            slow_interval=TELEMETRY_INTERVAL_S,
-            judge="none",
-        )
-    except SessionError as exc:
-        _no_gpu(exc)
+    session = open_or_report(
+        spec,
+        describe=_no_gpu,
+        seed=options.seed,
+        interval=TELEMETRY_INTERVAL_S,
+        slow_interval=TELEMETRY_INTERVAL_S,
+        judge="none",
+    )
+    if session is None:
         return EXIT_CANNOT
     with session:
         node, sampler = session.node, session.sampler
@@ -103,7 +171,7 @@ def run(
             snapshot=snapshot,
             gpus=indices,
             tests=tests,
-            force=force,
+            force=options.force,
             python=python,
             long=long,
             sampler=sampler,
@@ -131,4 +199,4 @@ def _report(report: ProbeReport, as_json: bool, shown: Sequence[str] = ()) -> in
     return report.exit_code
 
 
-__all__ = ["run"]
+__all__ = ["ProbeOptions", "add_parser", "options", "run"]

@@ -6,16 +6,25 @@ FILE is created, never opened through a symbolic link or as a device (:mod:`gput
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from gputui.commands import args as arg
+from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.files import check_target, os_reason
 from gputui.format import fmt_clock
 from gputui.model import Snapshot
 from gputui.record import Recorder, fmt_size
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
 
 EXIT_WRITE_FAILED = 1
 """Writing failed part-way; what was written is still a readable recording."""
@@ -30,28 +39,64 @@ def _refused(path: str, exc: OSError) -> int:
     return EXIT_USAGE
 
 
-def run(
-    spec: BackendSpec,
-    path: str,
-    *,
-    seed: int = 0,
-    interval: float = 1.0,
-    duration: float | None = None,
-    force: bool = False,
-) -> int:
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    spec: BackendSpec
+    path: str
+    seed: int = 0
+    interval: float = 1.0
+    duration: float | None = None
+    force: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    record = commands.add_parser(
+        "record",
+        help="record readings (with health findings and events) to a file for --replay",
+        description="Record readings, with their health findings and events, as JSON lines "
+        "(gzip-compressed when FILE ends in .gz, e.g. node.jsonl.gz) until --duration or "
+        "Ctrl-C. Play back with `gputui --replay FILE`. See docs/recording.md.",
+    )
+    arg.add_common(record, suppress=True)
+    record.add_argument("file", metavar="FILE", help="where to write, e.g. node.jsonl.gz")
+    arg.add_interval(record, "seconds between readings (default: 1)")
+    record.add_argument(
+        "--duration",
+        type=arg.duration,
+        metavar="DURATION",
+        help="stop after this long: 30s, 10m, 1h, 1h30m or seconds (default: until Ctrl-C)",
+    )
+    record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    arg.add_price(record, suppress=True)
+
+
+def options(args: argparse.Namespace, common: Common) -> RecordOptions:
+    spec = common.spec()
+    if spec.replayed:
+        raise UsageError("record reads GPUs (or --demo); it cannot record a replay")
+    return RecordOptions(
+        spec,
+        args.file,
+        seed=common.seed,
+        interval=common.interval,
+        duration=args.duration,
+        force=args.force,
+    )
+
+
+def run(options: RecordOptions) -> int:
     """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
     writing failed part-way."""
+    path, interval, duration = options.path, options.interval, options.duration
     try:
-        check_target(path, replace=force)  # before opening the backend; created safely below
+        check_target(path, replace=options.force)  # before opening; created safely below
     except OSError as exc:
         return _refused(path, exc)
-    try:
-        session = open_session(spec, seed=seed, interval=interval)
-    except SessionError as exc:
-        error(str(exc))
+    session = open_or_report(options.spec, seed=options.seed, interval=interval)
+    if session is None:
         return EXIT_NO_GPU
     try:
-        recorder = Recorder(path, node=session.node, replace=force)
+        recorder = Recorder(path, node=session.node, replace=options.force)
     except OSError as exc:  # nothing is left behind: a replaced file is still there
         session.close()
         return _refused(path, exc)
@@ -111,4 +156,4 @@ def run(
     return EXIT_OK
 
 
-__all__ = ["EXIT_WRITE_FAILED", "run"]
+__all__ = ["EXIT_WRITE_FAILED", "RecordOptions", "add_parser", "options", "run"]

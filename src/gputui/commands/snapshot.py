@@ -3,19 +3,26 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import re
-import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputui.codec import snapshot_to_json
+from gputui.commands import args as arg
+from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.format import fmt_duration
 from gputui.model import Snapshot
 from gputui.record import RecordingError, parse_duration
 from gputui.report import render_snapshot
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
 
 SETTLE_S = 0.5
 """``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
@@ -78,23 +85,55 @@ def _fmt_time(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
 
 
-def run(
-    spec: BackendSpec, *, seed: int = 0, as_json: bool = False, at: AtTime | None = None
-) -> int:
-    if spec.replayed:
-        return run_replay(spec, at=at, as_json=as_json)
-    try:
-        session = open_session(spec, seed=seed, interval=SETTLE_S, slow_interval=SETTLE_S)
-    except SessionError as exc:
-        error(str(exc))
+@dataclass(frozen=True, slots=True)
+class SnapshotOptions:
+    spec: BackendSpec
+    seed: int = 0
+    as_json: bool = False
+    at: AtTime | None = None
+
+
+def add_parser(commands: SubParsers) -> None:
+    snapshot = commands.add_parser(
+        "snapshot", help="print one reading and exit", description="Print one reading and exit."
+    )
+    arg.add_common(snapshot, suppress=True)
+    snapshot.add_argument(
+        "--json", action="store_true", help="JSON (schema: docs/snapshot-schema.md)"
+    )
+    arg.add_replay(snapshot, suppress=True)
+    snapshot.add_argument(
+        "--at",
+        type=arg.checked(parse_at),
+        metavar="TIME",
+        help="with --replay: the reading at TIME: seconds from the start (90, 1m30s), a clock "
+        "time on the recording's first day (14:05:00) or an ISO timestamp (default: the last)",
+    )
+    arg.add_price(snapshot, suppress=True)
+
+
+def options(args: argparse.Namespace, common: Common) -> SnapshotOptions:
+    spec = common.spec()
+    if args.at is not None and not spec.replayed:
+        raise UsageError("--at needs --replay FILE")
+    return SnapshotOptions(spec, seed=common.seed, as_json=args.json, at=args.at)
+
+
+def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
+    if options.spec.replayed:
+        return run_replay(options.spec, at=options.at, as_json=options.as_json)
+    session = open_or_report(
+        options.spec, seed=options.seed, interval=SETTLE_S, slow_interval=SETTLE_S
+    )
+    if session is None:
         return EXIT_NO_GPU
     with session:
         sampler = session.sampler
         snapshot = sampler.poll(deadline=sampler.deadline)
         if snapshot.stall is None:
-            time.sleep(SETTLE_S)
+            seams.sleep(SETTLE_S)
             snapshot = sampler.poll(deadline=sampler.deadline)
-    _print(snapshot, as_json)
+    _print(snapshot, options.as_json)
     if snapshot.stall is not None:  # printed with its "not responding" finding, and failed
         error(f"gputui snapshot: {session.backend.name} is not answering (a driver call hangs)")
         return EXIT_FAILED
@@ -103,10 +142,8 @@ def run(
 
 def run_replay(spec: BackendSpec, *, at: AtTime | None, as_json: bool) -> int:
     """The recorded reading at ``at`` (default: the last)."""
-    try:
-        session = open_session(spec)
-    except SessionError as exc:
-        error(str(exc))
+    session = open_or_report(spec)
+    if session is None:
         return EXIT_USAGE
     with session:
         playback = session.playback
@@ -131,4 +168,14 @@ def _print(snapshot: Snapshot, as_json: bool) -> None:
     emit(snapshot_to_json(snapshot, indent=2) if as_json else render_snapshot(snapshot))
 
 
-__all__ = ["SETTLE_S", "AtTime", "parse_at", "resolve_at", "run", "run_replay"]
+__all__ = [
+    "SETTLE_S",
+    "AtTime",
+    "SnapshotOptions",
+    "add_parser",
+    "options",
+    "parse_at",
+    "resolve_at",
+    "run",
+    "run_replay",
+]

@@ -3,24 +3,55 @@ state, as text or JSON."""
 
 from __future__ import annotations
 
+import argparse
 import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from gputui.commands import args as arg
+from gputui.commands.common import Common
 from gputui.commands.output import emit, error
+from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.record import RecordingError
-from gputui.session import BackendSpec, SessionError, open_session
+from gputui.session import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
 
 SETTLE_S = 0.5
 
 
-def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
+@dataclass(frozen=True, slots=True)
+class TopoOptions:
+    spec: BackendSpec
+    seed: int = 0
+    as_json: bool = False
+
+
+def add_parser(commands: SubParsers) -> None:
+    topo = commands.add_parser(
+        "topo",
+        help="print the GPU connection matrix (NVLink / XGMI / PCIe) and link state, and exit",
+        description="Print the GPU x GPU connection matrix in the notation of `nvidia-smi topo -m` "
+        "(NVLink / XGMI / PCIe), CPU and NUMA affinity, PCIe link, P2P support and the state of "
+        "every NVLink / XGMI link, and exit.",
+    )
+    arg.add_common(topo, suppress=True)
+    topo.add_argument("--json", action="store_true", help="JSON instead of text")
+    arg.add_replay(topo, suppress=True)
+
+
+def options(args: argparse.Namespace, common: Common) -> TopoOptions:
+    return TopoOptions(common.spec(), seed=common.seed, as_json=args.json)
+
+
+def run(options: TopoOptions) -> int:
     """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
     from gputui.topology import render_text, topology_dict
 
-    try:
-        session = open_session(spec, seed=seed, interval=SETTLE_S)
-    except SessionError as exc:
-        error(str(exc))
+    session = open_or_report(options.spec, seed=options.seed, interval=SETTLE_S)
+    if session is None:
         return EXIT_NO_GPU
     with session:
         try:
@@ -28,7 +59,7 @@ def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
         except RecordingError as exc:  # a replayed reading that does not fit, naming its line
             error(f"gputui topo: cannot replay: {exc}")
             return EXIT_USAGE
-    if as_json:
+    if options.as_json:
         emit(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
     else:
         emit(render_text(snapshot.node, snapshot))
@@ -38,4 +69,4 @@ def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
     return EXIT_OK
 
 
-__all__ = ["run"]
+__all__ = ["TopoOptions", "add_parser", "options", "run"]

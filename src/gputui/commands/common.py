@@ -1,0 +1,113 @@
+"""What every command gets besides its own options, and what a command module provides.
+
+- :class:`Common`: the options given before or after any sub-command (``--backend``, ``--demo``,
+  ``--replay``, ``--seed``) and the dashboard's (``--interval``, ``--readonly``, ``--light``),
+  read from the command line in one place (:meth:`Common.from_args`).
+- :class:`Seams`: the outside world a command reads and writes (clock, sleep, environment,
+  output stream, kernel log ...), the real ones by default; tests pass their own.
+- :class:`Command`: the module of a sub-command, ``add_parser`` / ``options`` / ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from gputui.backends.spec import BackendSpec
+
+if TYPE_CHECKING:
+    from gputui.commands.args import SubParsers
+
+KernelLogReader = Callable[[], "list[str] | None"]
+"""The kernel log's lines, or None when it cannot be read."""
+
+
+class UsageError(Exception):
+    """An option the command cannot use: the command line prints its usage line and this
+    message, and exits 2 (as argparse does for a malformed one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """The options every command shares, as given on the command line."""
+
+    backend: str = "auto"
+    demo: bool = False
+    replay: str | None = None
+    seed: int = 0
+    interval: float = 1.0
+    readonly: bool = False
+    light: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Common:
+        return cls(
+            backend=args.backend,
+            demo=args.demo,
+            replay=getattr(args, "replay", None),
+            seed=args.seed,
+            interval=args.interval,
+            readonly=args.readonly,
+            light=args.light,
+        )
+
+    def spec(self) -> BackendSpec:
+        """``--backend``, ``--demo`` and ``--replay`` as one spec. Called only by the commands
+        that read GPUs (``gputui --backend x fleet`` is no error); :class:`UsageError` when they
+        do not go together."""
+        try:
+            spec = BackendSpec.parse(self.backend)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if self.demo:
+            if spec.kind not in ("auto", "sim"):
+                raise UsageError("--demo cannot be combined with --backend " + self.backend)
+            spec = spec if spec.simulated else BackendSpec.sim()
+        if self.replay is not None:
+            if self.demo or spec.kind != "auto":
+                raise UsageError("--replay cannot be combined with --demo or --backend")
+            spec = BackendSpec.replay(self.replay)
+        return spec
+
+
+@dataclass(frozen=True, slots=True)
+class Seams:
+    """Where a command meets the world outside its options."""
+
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    environ: Mapping[str, str] | None = None
+    """None: ``os.environ``."""
+    out: TextIO | None = None
+    """Where results go; None: ``sys.stdout`` as it is when written."""
+    kernel_log: KernelLogReader | bool | None = True
+    """``check``: True reads the kernel log (not for a simulated node), a callable reads it that
+    way, None / False skips it."""
+    stop: threading.Event | None = None
+    """``export``: serve until it is set (None: until Ctrl-C / SIGTERM)."""
+
+
+REAL = Seams()
+
+
+class Runner(Protocol):
+    """The module that runs a command: its options from the command line, then ``run``."""
+
+    def options(self, args: argparse.Namespace, common: Common, /) -> Any:
+        """The command's frozen options from the parsed command line; :class:`UsageError`."""
+
+    def run(self, options: Any, /) -> int:
+        """Run the command; the exit status (:mod:`gputui.exitcodes`)."""
+
+
+class Command(Runner, Protocol):
+    """A sub-command's module: it also adds its parser (name, help, options)."""
+
+    def add_parser(self, commands: SubParsers, /) -> None: ...
+
+
+__all__ = ["REAL", "Command", "Common", "KernelLogReader", "Runner", "Seams", "UsageError"]
