@@ -20,6 +20,7 @@ from tests.test_cli import REASONS, run_gputui
 from gputui import cli
 from gputui.backends import NoBackend
 from gputui.commands import check
+from gputui.commands.common import Common
 from gputui.fakeclock import T0, FakeClock
 from gputui.health.config import effective_user
 
@@ -262,6 +263,17 @@ def test_list_rules_names_every_rule(capsys) -> None:
     out = capsys.readouterr().out
     for rule in [*RULES, "visible_devices"]:
         assert any(line.startswith(rule + " ") for line in out.splitlines()), rule
+
+
+def test_quiet_prints_the_verdict_line_alone(capsys) -> None:
+    code, full = run("sim:faulty", capsys)
+    assert run("sim:faulty", capsys, quiet=True) == (code, full.splitlines()[0] + "\n")
+    assert code == 2 and full.startswith("FAILED (")
+    args = cli.build_parser().parse_args(["check", "-q"])
+    assert check.options(args, Common.from_args(args)).quiet
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["check", "--quiet", "--json"])
+    assert exc.value.code == 2 and "not with --json" in capsys.readouterr().err
 
 
 def test_mig_node_is_healthy_and_names_its_instances(capsys) -> None:

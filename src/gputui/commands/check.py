@@ -71,6 +71,8 @@ class CheckOptions:
     """The whole check (without ``--probe``'s runs) ends within this (None: no limit)."""
     xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS
     list_rules: bool = False
+    quiet: bool = False
+    """Print only the verdict line (the report's first)."""
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -132,6 +134,12 @@ def add_parser(commands: SubParsers) -> None:
     )
     check.add_argument("--json", action="store_true", help="JSON (schema: docs/check-json.md)")
     check.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only the verdict line (verdict, host, backend, GPUs, the worst finding)",
+    )
+    check.add_argument(
         "--list-rules", action="store_true", help="print the rule ids and what each checks"
     )
     arg.add_replay(check, suppress=True)
@@ -140,6 +148,8 @@ def add_parser(commands: SubParsers) -> None:
 def options(args: argparse.Namespace, common: Common) -> CheckOptions:
     if args.list_rules:  # nothing else is looked at
         return CheckOptions(BackendSpec("auto"), list_rules=True)
+    if args.quiet and args.json:
+        raise UsageError("--quiet prints the verdict line of the text report; not with --json")
     return CheckOptions(
         common.spec(),
         seed=common.seed,
@@ -152,6 +162,7 @@ def options(args: argparse.Namespace, common: Common) -> CheckOptions:
         probe=args.probe,
         timeout=args.timeout,
         xid_window_hours=args.xid_window,
+        quiet=args.quiet,
     )
 
 
@@ -246,7 +257,14 @@ def run(options: CheckOptions, seams: Seams = REAL) -> int:
     limit = None if spec.replayed else options.timeout
     progress = OpenProgress()
     guard = (
-        Watchdog(limit, spec, as_json=options.as_json, out=seams.out, progress=progress)
+        Watchdog(
+            limit,
+            spec,
+            as_json=options.as_json,
+            quiet=options.quiet,
+            out=seams.out,
+            progress=progress,
+        )
         if limit is not None
         else contextlib.nullcontext()
     )
@@ -329,7 +347,7 @@ def _run_live(
         duration_s=time.monotonic() - started,
         kernel_events=events,
     )
-    return _emit(result, as_json=options.as_json, out=seams.out)
+    return _emit(result, as_json=options.as_json, out=seams.out, quiet=options.quiet)
 
 
 class Watchdog:
@@ -350,10 +368,12 @@ class Watchdog:
         as_json: bool,
         out: TextIO | None,
         progress: OpenProgress | None = None,
+        quiet: bool = False,
     ) -> None:
         self.timeout = timeout
         self.spec = spec
         self.as_json = as_json
+        self.quiet = quiet
         self.out = out
         self.progress = progress
         self.started = time.monotonic()
@@ -413,7 +433,7 @@ class Watchdog:
             duration_s=self.timeout,
         )
         try:
-            _emit(result, as_json=self.as_json, out=self.out)
+            _emit(result, as_json=self.as_json, out=self.out, quiet=self.quiet)
         finally:
             exit_now(EXIT_FAILED)
 
@@ -510,8 +530,11 @@ def probe_findings(
     return out
 
 
-def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None) -> int:
-    emit(json.dumps(result.to_dict(), indent=2) if as_json else render_check(result), out)
+def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None, quiet: bool = False) -> int:
+    if quiet:
+        emit(result.headline(), out)
+    else:
+        emit(json.dumps(result.to_dict(), indent=2) if as_json else render_check(result), out)
     return result.exit_code
 
 
@@ -566,7 +589,7 @@ def run_replay_check(options: CheckOptions, seams: Seams = REAL) -> int:
         duration_s=time.monotonic() - started,
     )
     result = dataclasses.replace(result, notes=(*result.notes, note))
-    return _emit(result, as_json=options.as_json, out=seams.out)
+    return _emit(result, as_json=options.as_json, out=seams.out, quiet=options.quiet)
 
 
 def _kernel_log_reader(
