@@ -1,7 +1,9 @@
 """Command line: parse the arguments and hand them to the sub-command in :mod:`gputui.commands`.
 
 ``gputui`` (the dashboard), ``snapshot``, ``check``, ``topo``, ``export``, ``fleet``, ``record``,
-``probe``, ``specs``. Exit codes live in :mod:`gputui.exitcodes`. Everything a user can get wrong
+``probe``, ``specs``, ``pick``, ``config``. Right after parsing, the run's
+:class:`~gputui.settings.Settings` are built once (config file, environment, options) and passed
+on. Exit codes live in :mod:`gputui.exitcodes`. Everything a user can get wrong
 ends in a one-paragraph message, never a traceback.
 """
 
@@ -15,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from gputui import __version__
 from gputui.backends.spec import SPEC_HELP, BackendSpec
+from gputui.commands import config as config_command
 from gputui.commands.output import error, silence_stdout
 from gputui.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gputui.opening import ends_cleanly
+from gputui.settings.command_line import settings_for
+from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -43,14 +48,14 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _xid_window(text: str) -> float | None:
+def _xid_window(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
     if not 0 <= value <= 24 * 366:
         raise argparse.ArgumentTypeError("the XID window must be between 0 and 8784 hours")
-    return value or None
+    return value  # 0: no window
 
 
 def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -89,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--interval",
         type=_interval,
-        default=1.0,
+        default=None,
         metavar="SECONDS",
         help="refresh interval of the fast tier (default: 1)",
     )
@@ -99,7 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="look only: no signals to processes (k), no probe (p, it loads the GPUs), "
         "no recording to a file (R)",
     )
-    parser.add_argument("--light", action="store_true", help="light colour theme")
+    look = parser.add_mutually_exclusive_group()
+    look.add_argument("--light", action="store_true", help="light colour theme")
+    look.add_argument("--theme", metavar="NAME", help="colour theme (default: textual-dark)")
+    parser.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ~/.config/gputui/config.toml)"
+    )
     _add_price(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     snapshot = commands.add_parser(
@@ -156,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--xid-window",
         type=_xid_window,
-        default=24.0,
+        default=None,
         metavar="HOURS",
         help="XIDs in the kernel log older than this are history, reported as information "
         "(default: 24; 0: no window). Those before a driver reload or the GPU's re-enumeration "
@@ -184,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_probe_parser(commands)
     _add_pick_parser(commands)
     _add_record_parsers(parser, commands, snapshot=snapshot, check=check, topo=topo)
+    config_command.add_parser(commands)
     for name in ("snapshot", "export", "record"):
         _add_price(commands.choices[name], suppress=True)
     return parser
@@ -439,7 +450,13 @@ def _add_record_parsers(
         "Ctrl-C. Play back with `gputui --replay FILE`. See docs/recording.md.",
     )
     _add_common(record, suppress=True)
-    record.add_argument("file", metavar="FILE", help="where to write, e.g. node.jsonl.gz")
+    record.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="where to write, e.g. node.jsonl.gz; a bare name goes in the record_dir setting's "
+        "directory (default: gputui-HOST-DATE-TIME.jsonl.gz there)",
+    )
     record.add_argument(
         "--interval",
         type=_interval,
@@ -528,7 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = _dispatch(args, parser)
+        settings = settings_for(args, parser)
+        code = _dispatch(args, parser, settings)
     except BrokenPipeError:  # `gputui topo | head`: the reader left, which is not an error
         silence_stdout()
         return EXIT_OK
@@ -561,9 +579,11 @@ def _internal_error(command: str | None, exc: Exception) -> int:
     return EXIT_FAILED
 
 
-def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: Settings) -> int:
     """Run the chosen command (no backend is opened for the ones that need none)."""
     command = args.command
+    if command == "config":
+        return config_command.run(settings, as_json=args.json, init=args.init, force=args.force)
     if command == "check" and args.list_rules:
         from gputui.commands.check import run_list_rules
 
@@ -585,13 +605,6 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             light=args.light,
         )
     spec = backend_spec(args, parser)
-    if command in (None, "snapshot", "export", "record"):
-        from gputui.usage import configure_price
-
-        try:  # --gpu-hour-price, else GPUTUI_GPU_HOUR_PRICE, for every sampler opened now
-            configure_price(getattr(args, "gpu_hour_price", None))
-        except ValueError as exc:
-            parser.error(str(exc))
     if command == "pick":
         from gputui.commands import pick
 
@@ -619,9 +632,10 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             spec,
             args.file,
             seed=args.seed,
-            interval=args.interval,
+            interval=settings.interval,
             duration=args.duration,
             force=args.force,
+            settings=settings,
         )
     if command == "check":
         from gputui.commands.check import run_check
@@ -629,35 +643,36 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_check(
             spec,
             seed=args.seed,
-            expect_gpus=args.expect_gpus,
+            expect_gpus=settings.health.expect_gpus,
             gpus=args.gpus,
             strict=args.strict,
             require_idle=args.require_idle,
-            ignore=_ignored_rules(args.ignore, parser),
+            ignore=_ignored_rules(args.ignore, parser) | settings.health.ignore,
             as_json=args.json,
             probe=args.probe,
             timeout=args.timeout,
-            xid_window_hours=args.xid_window,
+            xid_window_hours=settings.health.xid_window_hours or None,
         )
     if command == "snapshot":
         from gputui.commands import snapshot
 
-        return snapshot.run(spec, seed=args.seed, as_json=args.json, at=args.at)
+        return snapshot.run(spec, seed=args.seed, as_json=args.json, at=args.at, settings=settings)
     if command == "topo":
         from gputui.commands import topo
 
         return topo.run(spec, seed=args.seed, as_json=args.json)
     if command == "export":
-        return _run_export(args, spec, parser)
+        return _run_export(args, spec, parser, settings)
     from gputui.commands import dashboard
 
-    return dashboard.run(
-        spec, seed=args.seed, interval=args.interval, readonly=args.readonly, light=args.light
-    )
+    return dashboard.run(spec, seed=args.seed, settings=settings)
 
 
 def _run_export(
-    args: argparse.Namespace, spec: BackendSpec, parser: argparse.ArgumentParser
+    args: argparse.Namespace,
+    spec: BackendSpec,
+    parser: argparse.ArgumentParser,
+    settings: Settings,
 ) -> int:
     try:
         from gputui.commands import export
@@ -671,4 +686,6 @@ def _run_export(
         listen = parse_listen(args.listen)
     except ValueError as exc:
         parser.error(str(exc))
-    return export.run(spec, seed=args.seed, listen=listen, interval=args.interval)
+    return export.run(
+        spec, seed=args.seed, listen=listen, interval=settings.interval, settings=settings
+    )

@@ -11,24 +11,21 @@ from typing import TextIO
 from gputui.commands.output import encodable, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.settings.model import Settings
 
 SHOW_AFTER_S = 2.0
 """An open that takes longer than this shows how long it has taken so far."""
 
 
-def run(
-    spec: BackendSpec,
-    *,
-    seed: int = 0,
-    interval: float = 1.0,
-    readonly: bool = False,
-    light: bool = False,
-) -> int:
+def run(spec: BackendSpec, *, seed: int = 0, settings: Settings | None = None) -> int:
+    """``settings``: the interval, theme, keymap, read-only mode, recording directory, price
+    and health thresholds (default: the defaults)."""
+    settings = settings if settings is not None else Settings()
     # Textual reads keys from stdin and draws on stderr: both must be a terminal.
     drawable = sys.stdin.isatty() and sys.stderr.isatty()
     drawable = drawable and os.environ.get("TERM", "").strip().lower() != "dumb"
     try:
-        session = _open_while_importing_the_tui(spec, seed, interval, drawable)
+        session = _open_while_importing_the_tui(spec, seed, settings, drawable)
     except SessionError as exc:
         error(str(exc))
         return EXIT_NO_GPU
@@ -47,10 +44,12 @@ def run(
         )
         from gputui.commands import snapshot
 
-        return snapshot.run(spec, seed=seed)
+        return snapshot.run(spec, seed=seed, settings=settings)
     from gputui.tui.app import GpuTuiApp
 
-    app = GpuTuiApp(session.sampler, readonly=readonly, theme="textual-light" if light else None)
+    app = GpuTuiApp(session.sampler, settings=settings)
+    if app.theme_problem is not None:
+        error(app.theme_problem)
     try:
         app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
     finally:
@@ -59,20 +58,26 @@ def run(
 
 
 def _open_while_importing_the_tui(
-    spec: BackendSpec, seed: int, interval: float, drawable: bool
+    spec: BackendSpec, seed: int, settings: Settings, drawable: bool
 ) -> Session:
     """Open the backend (on a thread, see :func:`open_session`) while this thread imports
     Textual: loading the GPU library and importing the TUI are the two slow steps before the
     first frame, and the first spends much of its time outside Python (loading the driver
     library, initialising it). An open that takes a while shows its seconds on the terminal
     until it returns or the driver counts as not answering."""
+    interval = settings.interval
     if not drawable:
-        return open_session(spec, seed=seed, interval=interval)
+        return open_session(spec, seed=seed, interval=interval, settings=settings)
     doing = "reading the recording" if spec.replayed else "opening the GPUs"
     status = _OpeningStatus(sys.stderr, doing)
     try:
         return open_session(
-            spec, seed=seed, interval=interval, defer_topology=True, on_wait=status.update
+            spec,
+            seed=seed,
+            interval=interval,
+            defer_topology=True,
+            on_wait=status.update,
+            settings=settings,
         )
     finally:
         status.clear()

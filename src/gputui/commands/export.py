@@ -15,6 +15,7 @@ from gputui.export.collector import GpuCollector
 from gputui.export.dcgm import DEFAULT_TOP_PROCESSES
 from gputui.export.server import Listen, MetricsServer, is_loopback
 from gputui.session import BackendSpec, SessionError, open_session
+from gputui.settings.model import Settings
 
 
 def run(
@@ -25,9 +26,11 @@ def run(
     interval: float,
     top_processes: int = DEFAULT_TOP_PROCESSES,
     stop: threading.Event | None = None,
+    settings: Settings | None = None,
 ) -> int:
     """Serve ``/metrics`` until Ctrl-C / SIGTERM (exit 0) or ``stop`` is set. 2: the address is
-    unusable (in use, not permitted) or no usable GPU."""
+    unusable (in use, not permitted) or no usable GPU. ``settings``: the price of a GPU-hour and
+    the health thresholds."""
     if isinstance(spec, str):
         spec = BackendSpec.parse(spec)
     where = listen.url.removesuffix("/metrics")
@@ -49,7 +52,7 @@ def run(
             "PIDs) visible to the network; firewall it or bind 127.0.0.1"
         )
     try:
-        session = open_session(spec, seed=seed, interval=interval)
+        session = open_session(spec, seed=seed, interval=interval, settings=settings)
     except SessionError as exc:
         server.stop()
         error(str(exc))

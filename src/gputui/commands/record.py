@@ -1,7 +1,9 @@
-"""``gputui record FILE``: readings with their findings and events, until ``--duration`` or
+"""``gputui record [FILE]``: readings with their findings and events, until ``--duration`` or
 Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.record`).
 
-FILE is created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
+A bare file name goes in the ``record_dir`` setting's directory, and without FILE the recording
+is named as the dashboard's key R names one, ``gputui-HOST-DATE-TIME.jsonl.gz``, there. FILE is
+created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
 ``--force`` replaces a regular file, and only once the new recording's header is written."""
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import time
 
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.files import check_target, os_reason
+from gputui.files import check_target, default_record_path, in_directory, os_reason
 from gputui.format import fmt_clock
 from gputui.model import Snapshot
 from gputui.record import Recorder, fmt_size
 from gputui.session import BackendSpec, SessionError, open_session
+from gputui.settings.model import Settings
 
 EXIT_WRITE_FAILED = 1
 """Writing failed part-way; what was written is still a readable recording."""
@@ -32,24 +35,31 @@ def _refused(path: str, exc: OSError) -> int:
 
 def run(
     spec: BackendSpec,
-    path: str,
+    path: str | None,
     *,
     seed: int = 0,
     interval: float = 1.0,
     duration: float | None = None,
     force: bool = False,
+    settings: Settings | None = None,
 ) -> int:
     """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
-    writing failed part-way."""
+    writing failed part-way. ``settings``: the recording directory, the price of a GPU-hour and
+    the health thresholds."""
+    settings = settings if settings is not None else Settings()
+    if path is not None:
+        path = in_directory(path, settings.record_dir)
+        try:
+            check_target(path, replace=force)  # before opening the backend; created safely below
+        except OSError as exc:
+            return _refused(path, exc)
     try:
-        check_target(path, replace=force)  # before opening the backend; created safely below
-    except OSError as exc:
-        return _refused(path, exc)
-    try:
-        session = open_session(spec, seed=seed, interval=interval)
+        session = open_session(spec, seed=seed, interval=interval, settings=settings)
     except SessionError as exc:
         error(str(exc))
         return EXIT_NO_GPU
+    if path is None:
+        path = str(default_record_path(session.node.hostname, settings.record_dir))
     try:
         recorder = Recorder(path, node=session.node, replace=force)
     except OSError as exc:  # nothing is left behind: a replaced file is still there

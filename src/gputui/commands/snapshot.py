@@ -16,6 +16,7 @@ from gputui.model import Snapshot
 from gputui.record import RecordingError, parse_duration
 from gputui.report import render_snapshot
 from gputui.session import BackendSpec, SessionError, open_session
+from gputui.settings.model import Settings
 
 SETTLE_S = 0.5
 """``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
@@ -79,12 +80,20 @@ def _fmt_time(ts: float) -> str:
 
 
 def run(
-    spec: BackendSpec, *, seed: int = 0, as_json: bool = False, at: AtTime | None = None
+    spec: BackendSpec,
+    *,
+    seed: int = 0,
+    as_json: bool = False,
+    at: AtTime | None = None,
+    settings: Settings | None = None,
 ) -> int:
+    """``settings``: the price of a GPU-hour and the health thresholds (default: the defaults)."""
     if spec.replayed:
-        return run_replay(spec, at=at, as_json=as_json)
+        return run_replay(spec, at=at, as_json=as_json, settings=settings)
     try:
-        session = open_session(spec, seed=seed, interval=SETTLE_S, slow_interval=SETTLE_S)
+        session = open_session(
+            spec, seed=seed, interval=SETTLE_S, slow_interval=SETTLE_S, settings=settings
+        )
     except SessionError as exc:
         error(str(exc))
         return EXIT_NO_GPU
@@ -101,10 +110,12 @@ def run(
     return EXIT_OK
 
 
-def run_replay(spec: BackendSpec, *, at: AtTime | None, as_json: bool) -> int:
+def run_replay(
+    spec: BackendSpec, *, at: AtTime | None, as_json: bool, settings: Settings | None = None
+) -> int:
     """The recorded reading at ``at`` (default: the last)."""
     try:
-        session = open_session(spec)
+        session = open_session(spec, settings=settings)
     except SessionError as exc:
         error(str(exc))
         return EXIT_USAGE
