@@ -1,10 +1,12 @@
-"""The settings in the dashboard: a [keymap] entry rebinds a key, the theme, read-only mode, and
-config problems shown as notifications."""
+"""The settings in the dashboard: a [keymap] entry rebinds a key, the theme and its data colours
+(WCAG contrast of every bar, chart and health colour against what it is drawn on, in every
+theme), read-only mode, and config problems shown as notifications."""
 
 from __future__ import annotations
 
 import pytest
 from textual.binding import Binding
+from textual.color import Color
 
 from gputui.settings import Settings, load_settings
 from gputui.settings.keys import KEYMAP
@@ -17,6 +19,13 @@ from gputui.tui.screens.help import HelpScreen, key_rows
 from gputui.tui.screens.probe import ProbeScreen
 from gputui.tui.screens.process_detail import ProcessDetailScreen
 from gputui.tui.screens.topology import TopologyScreen
+from gputui.tui.themes import (
+    DATA_COLOURS,
+    MIN_CONTRAST,
+    contrast_ratio,
+    data_backgrounds,
+    relative_luminance,
+)
 from gputui.tui.widgets.line_widget import (
     BAD,
     BAR_CPU,
@@ -105,7 +114,61 @@ def test_the_keymap_ids_are_the_dashboards_bindings() -> None:
     assert {binding: keys for binding, (keys, _) in KEYMAP.items()} == bindings
 
 
-# -- theme and the rest ----------------------------------------------------------------------
+# -- themes and contrast ---------------------------------------------------------------------------
+
+
+def test_the_contrast_formula() -> None:
+    white, black = Color(255, 255, 255), Color(0, 0, 0)
+    assert relative_luminance(white) == pytest.approx(1.0)
+    assert relative_luminance(black) == 0.0
+    assert contrast_ratio(white, black) == pytest.approx(21.0)
+    assert contrast_ratio(Color(0x77, 0x77, 0x77), white) == pytest.approx(4.48, abs=0.01)
+    # textual-light's power sparkline as it was drawn before: $warning 70% over #E0E0E0
+    old = Color.parse("#E0E0E0") + Color.parse("#FEA62B").with_alpha(0.7)
+    assert contrast_ratio(old, Color.parse("#E0E0E0")) < 1.4
+
+
+async def test_every_data_colour_stands_3_to_1_in_every_theme(sim_sampler) -> None:
+    """Bars, charts and the health colours against each background they are drawn on (the
+    screen, the host strip, the title bar / findings panel), for every theme the app offers;
+    ANSI themes take the terminal's colours and are left out."""
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=1), start_sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        names = sorted(n for n, t in app.available_themes.items() if not t.ansi)
+        assert {"textual-dark", "textual-light", "gputui-high-contrast"} <= set(names)
+        worst: dict[str, float] = {}
+        for name in names:
+            app.theme = name
+            await pilot.pause()
+            variables = app.get_css_variables()
+            grounds = data_backgrounds(variables)
+            for variable in DATA_COLOURS:
+                colour = Color.parse(variables[variable])
+                ratio = min(contrast_ratio(colour, g) for g in grounds)
+                assert ratio >= MIN_CONTRAST, f"{name}: {variable} {colour.hex} is {ratio:.2f}:1"
+                worst[name] = min(worst.get(name, 99.0), ratio)
+        print({name: round(ratio, 2) for name, ratio in worst.items()})
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light", "gputui-high-contrast"])
+async def test_the_drawn_bars_and_charts_take_the_theme_colours(sim_sampler, theme) -> None:
+    """What the GPU panels and the host strip draw (their styles, over their own background)."""
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False, settings=Settings(theme=theme))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        assert app.theme == theme
+        for widget in (app.dashboard.panels[0], app.dashboard.host_strip):
+            background = widget.background_colors[1]
+            for cls in DATA_CLASSES:
+                style = widget._style(cls)
+                assert style.color is not None and style.color.triplet is not None, cls
+                fg = Color(*style.color.triplet)
+                bg = Color(*style.bgcolor.triplet) if style.bgcolor else background
+                ratio = contrast_ratio(fg, bg)
+                assert ratio >= MIN_CONTRAST, f"{theme} {type(widget).__name__} {cls}: {ratio:.2f}"
+        light = app.current_theme.dark is False
+        assert light == (theme == "textual-light")
 
 
 async def test_theme_from_settings_and_an_unknown_one(sim_sampler) -> None:
@@ -114,10 +177,12 @@ async def test_theme_from_settings_and_an_unknown_one(sim_sampler) -> None:
     assert app.theme == "textual-dark"
     assert app.theme_problem is not None
     assert "'no-such-theme' (from env GPUTUI_THEME) is not a theme" in app.theme_problem
-    assert "textual-light" in app.theme_problem  # the themes there are
+    assert "gputui-high-contrast" in app.theme_problem  # the themes there are
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert any("no-such-theme" in n.message for n in app._notifications)
+        # the palette's theme picker lists gputui's own themes beside Textual's
+        assert "gputui-high-contrast" in app.available_themes
         app.action_toggle_dark()  # the light / dark toggle still works from any theme
         await pilot.pause()
         assert app.theme == "textual-light"

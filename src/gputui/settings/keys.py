@@ -149,7 +149,8 @@ KEYS: tuple[Key, ...] = (
         "theme",
         "text",
         DEFAULT_THEME,
-        "the dashboard's colour theme: textual-light, nord, ... (the command palette lists them)",
+        "the dashboard's colour theme: gputui-high-contrast, textual-light, nord, ... "
+        "(the command palette lists them)",
         env="GPUTUI_THEME",
         option="--theme",
         commands=frozenset({DASHBOARD}),

@@ -11,9 +11,10 @@ replay's play/pause on space, adds seek and speed keys, and disables signals and
 ``--readonly`` disables everything that acts on the node or writes a file: signals (k), the probe
 (p, it loads the GPUs) and recording (R); each is gone from the footer, the help and the palette.
 
-The run's :class:`~gputui.settings.Settings` give the theme, the keymap (``App.set_keymap``),
-read-only mode and where recordings go; what could not be used from the config file shows as a
-notification too.
+The run's :class:`~gputui.settings.Settings` give the theme (gputui's own are registered beside
+Textual's: :mod:`gputui.tui.themes`, which also derives the data colours from the theme), the
+keymap (``App.set_keymap``), read-only mode and where recordings go; what could not be used from
+the config file shows as a notification too.
 
 SIGTERM and SIGHUP end the app the way q does (the terminal is restored), with exit status
 128 + the signal's number; a shutdown that does not finish within :data:`SIGNAL_EXIT_GRACE_S`
@@ -59,6 +60,7 @@ from gputui.tui.messages import (
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import ReplayStatus, fmt_speed
 from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.themes import THEMES, data_colours
 
 if TYPE_CHECKING:
     from gputui.tui.screens.probe import ProbeScreen, ProbeSession
@@ -181,7 +183,10 @@ class GpuTuiApp(App[None]):
         return self.dashboard
 
     def _use_theme(self, theme: str | None, settings: Settings) -> str | None:
-        """Set ``theme`` (else the settings'); the message when it names none."""
+        """Register gputui's themes and set ``theme`` (else the settings'); the message when it
+        names none."""
+        for extra in THEMES:
+            self.register_theme(extra)
         name = theme if theme is not None else settings.theme
         if name in self.available_themes:
             self.theme = name
@@ -193,6 +198,10 @@ class GpuTuiApp(App[None]):
         )
         self.notes.append(problem)
         return problem
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """The data colours (``$gputui-*``), derived from the theme unless it sets them."""
+        return data_colours(self.current_theme)
 
     async def run_async(self, *args: Any, **kwargs: Any) -> Any:
         """Run the app (what :meth:`run` calls); SIGTERM and SIGHUP end it like q does, from
