@@ -15,7 +15,7 @@ from gputui.session import open_session
 from gputui.settings import Settings, find_line, load_settings
 from gputui.settings.command_line import settings_for
 from gputui.settings.init_file import default_file_text
-from gputui.settings.keys import KEYS
+from gputui.settings.keys import KEYMAP, KEYS
 
 CONFIG = "gputui/config.toml"
 
@@ -306,3 +306,15 @@ def test_record_puts_a_bare_name_in_the_record_dir(tmp_path, config_home, capsys
     assert cli.main(["record", *quick]) == 0
     named = [p.name for p in runs.iterdir() if p.name != "node.jsonl"]
     assert len(named) == 1 and named[0].startswith("gputui-") and named[0].endswith(".jsonl.gz")
+
+
+def test_the_readme_lists_every_setting_and_keymap_id() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Configuration") :]
+    section = section[: section.index("\n### ", 1)]
+    for key in KEYS:
+        assert f"`{key.name.rpartition('.')[2]}`" in section, key.name
+    for binding in KEYMAP:
+        if binding.rpartition(".")[2].isdigit():  # gpu.0 to gpu.9
+            binding = binding.rpartition(".")[0] + ".0"
+        assert f"`{binding}`" in section, binding
