@@ -67,9 +67,10 @@ DATA_CLASSES = (
 
 async def test_a_keymap_entry_rebinds_a_dashboard_key(sim_sampler, tmp_path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[keymap]\nhealth = "x"\n"interval.up" = "u"\n')
+    config.write_text('[keymap]\nhealth = "x"\n"interval.up" = "u"\ntopology.gpu.3 = "f3"\n')
     settings = load_settings(config=str(config))
-    assert settings.keymap_dict == {"health": "x", "interval.up": "u"}
+    assert settings.problems == ()
+    assert settings.keymap_dict == {"health": "x", "interval.up": "u", "topology.gpu.3": "f3"}
     app = GpuTuiApp(sim_sampler("dgx-h100", polls=2), start_sampler=False, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -165,7 +165,7 @@ def _flatten(
             else:
                 line = _at(where, text, dotted)
                 problems.append(Problem(f"{line}: {dotted} must be a table ([{dotted}])", "file"))
-        elif prefix == "keymap." and isinstance(value, dict):
+        elif prefix.startswith("keymap.") and isinstance(value, dict):
             out += _flatten(value, problems, where, text, f"{dotted}.")  # gpu.3 = "f3"
         else:
             out.append((dotted, value))
