@@ -61,3 +61,12 @@ def tui_env(no_cursor_blink: None, utc: None, monkeypatch: pytest.MonkeyPatch) -
 def _no_host_numa_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """The machine's own NUMA layout never decides a test (see gputui.pci.numa_node)."""
     monkeypatch.setattr("gputui.pci.SYSFS_NUMA_NODES", tmp_path_factory.getbasetemp() / "no-numa")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
+    """The user's own config file and GPUTUI_* settings never decide a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-config"))
+    for name in ("GPUTUI_CONFIG", "GPUTUI_INTERVAL", "GPUTUI_GPU_HOUR_PRICE", "GPUTUI_THEME",
+                 "GPUTUI_RECORD_DIR", "GPUTUI_READONLY"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)

@@ -23,6 +23,7 @@ from gputui.commands import check
 from gputui.commands.common import Common
 from gputui.fakeclock import T0, FakeClock
 from gputui.health.config import effective_user
+from gputui.settings.command_line import settings_for
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 
@@ -371,8 +372,14 @@ def test_xid_older_than_the_window_does_not_fail_the_check(monkeypatch, capsys) 
 
 @pytest.mark.parametrize(("value", "hours"), [("24", 24.0), ("1.5", 1.5), ("0", None)])
 def test_xid_window_option(value: str, hours: float | None) -> None:
-    assert cli.build_parser().parse_args(["check", "--xid-window", value]).xid_window == hours
-    assert cli.build_parser().parse_args(["check"]).xid_window == 24.0
+    """What the check judges with: the option, else the settings (24 h by default)."""
+
+    def window(argv: list[str]) -> float | None:
+        parser = cli.build_parser()
+        return settings_for(parser.parse_args(argv), parser).health.config().xid_window_hours
+
+    assert window(["check", "--xid-window", value]) == hours
+    assert window(["check"]) == 24.0
 
 
 @pytest.mark.parametrize("value", ["-1", "day", "99999"])

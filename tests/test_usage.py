@@ -14,25 +14,17 @@ from gputui.model import GpuSample
 from gputui.record import Recorder
 from gputui.report import render_snapshot
 from gputui.session import BackendSpec, open_session
+from gputui.settings import Settings
 from gputui.usage import (
     HELD_MEMORY_BYTES,
     UsageMeter,
-    configure_gpu_hour_price,
     fmt_energy,
     idle_summary,
     parse_price,
-    price_from_env,
     session_idle_share,
 )
 
 GIB = 1024**3
-
-
-@pytest.fixture(autouse=True)
-def no_configured_price():
-    configure_gpu_hour_price(None)
-    yield
-    configure_gpu_hour_price(None)
 
 
 def gpu(index: int, t: float, util: float | None, used: int | None, energy: float | None = None,
@@ -48,7 +40,7 @@ def gpu(index: int, t: float, util: float | None, used: int | None, energy: floa
 
 
 def test_idle_held_idle_and_energy_are_counted_interval_by_interval() -> None:
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     meter.update(0.0, [gpu(0, 0, 90, 70 * GIB, 1000.0), gpu(1, 0, 0, 0, 500.0)])
     meter.update(1.0, [gpu(0, 1, 3, 70 * GIB, 1400.0), gpu(1, 1, 0, 0, 560.0)])
     usage = meter.update(3.0, [gpu(0, 3, 50, 70 * GIB, 2000.0), gpu(1, 3, 4.9, GIB, 680.0)])
@@ -67,7 +59,7 @@ def test_idle_held_idle_and_energy_are_counted_interval_by_interval() -> None:
 
 
 def test_counter_reset_lost_gpu_gaps_and_missing_counters() -> None:
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     meter.update(0.0, [gpu(0, 0, 0, 2 * GIB, 5000.0), gpu(1, 0, 0, 0, None)])
     meter.update(1.0, [gpu(0, 1, 0, 2 * GIB, 5100.0), gpu(1, 1, None, 0, None)])
     # the driver reloaded: the counter restarts; that interval adds nothing
@@ -98,7 +90,7 @@ def test_an_impossible_energy_jump_adds_nothing_and_counting_goes_on() -> None:
     """The driver's "no value" (2^63 mJ) or any jump beyond what the GPU could draw in the
     interval (its power limit x the time x a margin) is no energy used: the interval adds
     nothing, and the next normal increase counts from the new reading."""
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     no_value = 2**63 / 1000.0  # joules
     readings = [
         (0.0, 1000.0),
@@ -115,7 +107,7 @@ def test_an_impossible_energy_jump_adds_nothing_and_counting_goes_on() -> None:
 
 
 def test_without_a_power_limit_the_bound_is_a_generous_default() -> None:
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     for t, energy in ((0.0, 0.0), (1.0, 3000.0), (2.0, 3000.0 + 50_000.0), (12.0, 93_000.0)):
         usage = meter.update(t, [powered(t, energy, limit=None)])
     # 3 kJ in a second fits 2 kW x 2; 50 kJ does not; 40 kJ in 10 s does
@@ -123,7 +115,7 @@ def test_without_a_power_limit_the_bound_is_a_generous_default() -> None:
 
 
 def test_a_clock_that_goes_back_counts_nothing_for_that_interval() -> None:
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     meter.update(100.0, [gpu(0, 100, 0, 0)])
     meter.update(50.0, [gpu(0, 50, 0, 0)])  # the wall clock was set back
     usage = meter.update(51.0, [gpu(0, 51, 0, 0)])
@@ -131,7 +123,7 @@ def test_a_clock_that_goes_back_counts_nothing_for_that_interval() -> None:
 
 
 def test_a_gpu_that_is_no_longer_listed_keeps_its_totals() -> None:
-    meter = UsageMeter(use_configured_price=False)
+    meter = UsageMeter()
     meter.update(0.0, [gpu(0, 0, 0, 0), gpu(1, 0, 0, 0)])
     meter.update(1.0, [gpu(0, 1, 0, 0), gpu(1, 1, 0, 0)])
     usage = meter.update(2.0, [gpu(0, 2, 0, 0)])
@@ -150,7 +142,7 @@ def test_price_turns_idle_gpus_into_cost() -> None:
     assert usage.idle_cost_per_hour == 7.5 and usage.held_idle_cost_per_hour == 2.5
     assert usage.idle_cost == pytest.approx(3 * 10 / 3600 * 2.5, abs=1e-6)
     assert idle_summary(usage) == "3/8 GPUs idle (1 held) · 7.50/h"
-    busy = UsageMeter(use_configured_price=False).update(0.0, [gpu(0, 0, 80, 0)])
+    busy = UsageMeter().update(0.0, [gpu(0, 0, 80, 0)])
     assert idle_summary(busy) == ""
 
 
@@ -159,8 +151,6 @@ def test_prices_and_energy_format() -> None:
     for bad in ("-1", "nan", "inf", "2,5", "two"):
         with pytest.raises(ValueError):
             parse_price(bad)
-    assert price_from_env({"GPUTUI_GPU_HOUR_PRICE": "3"}) == 3.0
-    assert price_from_env({}) is None
     assert [fmt_energy(v) for v in (None, 950.0, 12_345.0, 1.52e6, 3.04e9)] == [
         "n/a",
         "950 J",
@@ -188,9 +178,8 @@ def test_every_snapshot_carries_the_usage_and_the_json_round_trips() -> None:
     assert snapshot_from_dict(data) == snap
 
 
-def test_the_sampler_applies_the_configured_price() -> None:
-    configure_gpu_hour_price(4.0)
-    sampler = fake_clock_sampler("dgx-h100", polls=2)
+def test_the_sampler_applies_its_price() -> None:
+    sampler = fake_clock_sampler("dgx-h100", polls=2, gpu_hour_price=4.0)
     assert sampler.latest is not None and sampler.latest.usage is not None
     assert sampler.latest.usage.gpu_hour_price == 4.0
     assert sampler.latest.usage.idle_cost_per_hour == 4.0  # GPU 7
@@ -200,8 +189,7 @@ def test_the_sampler_applies_the_configured_price() -> None:
 
 
 def test_the_snapshot_report_shows_usage_and_idle_cost() -> None:
-    configure_gpu_hour_price(2.0)
-    sampler = fake_clock_sampler("dgx-h100", polls=31)
+    sampler = fake_clock_sampler("dgx-h100", polls=31, gpu_hour_price=2.0)
     text = render_snapshot(sampler.latest)
     assert "Usage over 30s (idle: utilization below 5 %; held: idle with more than 1 GiB" in text
     idle = next(x for x in text.splitlines() if x.startswith("Idle now: "))
@@ -220,8 +208,8 @@ def test_a_replay_keeps_the_recorded_usage(tmp_path) -> None:
             recorder.write(snap)
             recorded.append(snap.usage)
             sampler.clock.now += 1
-    configure_gpu_hour_price(3.0)  # a price given at replay time is applied to what was recorded
-    with open_session(BackendSpec.replay(str(path))) as session:
+    priced = Settings(gpu_hour_price=3.0)  # a price given at replay time applies to the recording
+    with open_session(BackendSpec.replay(str(path)), settings=priced) as session:
         playback = session.playback
         assert playback is not None
         playback.set_paused(True)

@@ -1,10 +1,13 @@
 """Command line: parse the arguments and hand them to the sub-command in :mod:`gputui.commands`.
 
 ``gputui`` (the dashboard), ``snapshot``, ``check``, ``topo``, ``export``, ``fleet``, ``record``,
-``probe``, ``specs``. Each sub-command's module adds its own parser and turns the parsed arguments
-into its options (:class:`gputui.commands.common.Command`); this module holds the options of the
-whole command line and the table of sub-commands. Exit codes live in :mod:`gputui.exitcodes`.
-Everything a user can get wrong ends in a one-paragraph message, never a traceback.
+``probe``, ``specs``, ``pick``, ``config``. Each sub-command's module adds its own parser and
+turns the parsed arguments into its options (:class:`gputui.commands.common.Command`); this
+module holds the options of the whole command line and the table of sub-commands. Right after
+parsing, the run's :class:`~gputui.settings.model.Settings` are built once (config file,
+environment, options) and handed to the command with the common options. Exit codes live in
+:mod:`gputui.exitcodes`. Everything a user can get wrong ends in a one-paragraph message, never
+a traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from gputui import __version__
 from gputui.commands import args as arg
 from gputui.commands import (
     check,
+    config,
     dashboard,
     export,
     fleet,
@@ -31,6 +35,7 @@ from gputui.commands.common import Command, Common, Runner, UsageError
 from gputui.commands.output import error, silence_stdout
 from gputui.exitcodes import EXIT_FAILED, EXIT_OK
 from gputui.opening import ends_cleanly
+from gputui.settings.command_line import settings_for
 
 COMMANDS: dict[str, Command] = {
     "snapshot": snapshot,
@@ -42,15 +47,12 @@ COMMANDS: dict[str, Command] = {
     "probe": probe,
     "pick": pick,
     "record": record,
+    "config": config,
 }
 """The sub-commands, in the order ``gputui --help`` lists them."""
 
 DEFAULT: Runner = dashboard
 """What ``gputui`` runs without a sub-command."""
-
-PRICED = frozenset({None, "snapshot", "export", "record"})
-"""What shows idle GPUs' cost: ``--gpu-hour-price`` (else ``GPUTUI_GPU_HOUR_PRICE``) is set for
-every sampler these open."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--interval",
         type=arg.interval,
-        default=1.0,
+        default=None,
         metavar="SECONDS",
         help="refresh interval of the fast tier (default: 1)",
     )
@@ -74,7 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="look only: no signals to processes (k), no probe (p, it loads the GPUs), "
         "no recording to a file (R)",
     )
-    parser.add_argument("--light", action="store_true", help="light colour theme")
+    look = parser.add_mutually_exclusive_group()
+    look.add_argument("--light", action="store_true", help="light colour theme")
+    look.add_argument("--theme", metavar="NAME", help="colour theme (default: textual-dark)")
+    parser.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ~/.config/gputui/config.toml)"
+    )
     arg.add_price(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
@@ -125,20 +132,9 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The chosen command's options from ``args``, then the command (an option it cannot use is
     a usage error, exit 2, as argparse gives for a malformed one)."""
     command = COMMANDS[args.command] if args.command else DEFAULT
+    settings = settings_for(args, parser)
     try:
-        options = command.options(args, Common.from_args(args))
-        if args.command in PRICED:
-            _configure_price(args)
+        options = command.options(args, Common.from_args(args, settings))
         return command.run(options)
     except UsageError as exc:
         parser.error(str(exc))
-
-
-def _configure_price(args: argparse.Namespace) -> None:
-    """``--gpu-hour-price``, else ``GPUTUI_GPU_HOUR_PRICE``, for every sampler opened now."""
-    from gputui.usage import configure_price
-
-    try:
-        configure_price(getattr(args, "gpu_hour_price", None))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gputui.sampler import Sampler
 from gputui.session import sampler_for
+from gputui.settings.model import Settings
 
 T0 = 1_700_000_000.0
 """Default start of the fake clock: 2023-11-14 22:13:20 UTC."""
@@ -31,6 +32,7 @@ def fake_clock_sampler(
     t: float = T0,
     interval: float = 1.0,
     seed: int = 0,
+    gpu_hour_price: float | None = None,
 ) -> Sampler:
     """An opened Sampler over the simulated ``scenario`` on a :class:`FakeClock` (``.clock``),
     after ``polls`` polls one ``interval`` apart (history filled, ``latest`` set). The clock is
@@ -39,7 +41,10 @@ def fake_clock_sampler(
 
     clock = FakeClock(t)
     backend = SimBackend(scenario, seed=seed)
-    sampler = sampler_for(backend, backend.open(), interval=interval, clock=clock, judge="none")
+    settings = Settings(gpu_hour_price=gpu_hour_price)
+    sampler = sampler_for(
+        backend, backend.open(), interval=interval, clock=clock, judge="none", settings=settings
+    )
     for _ in range(polls):
         sampler.poll()
         clock.now += interval

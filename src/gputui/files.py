@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
+import time
+from pathlib import Path
 
 
 class NotARegularFile(OSError):
@@ -76,4 +79,34 @@ def create_file(path: str, *, replace: bool = False) -> tuple[int, str | None]:
     return os.open(temporary, _CREATE_FLAGS, 0o644), temporary
 
 
-__all__ = ["NotARegularFile", "check_target", "create_file", "os_reason"]
+def default_record_path(
+    hostname: str, directory: Path | str = ".", when: float | None = None
+) -> Path:
+    """``DIR/gputui-<hostname>-<YYYYmmdd-HHMMSS>.jsonl.gz``; ``-2``, ``-3``... when taken."""
+    host = re.sub(r"[^A-Za-z0-9._-]+", "_", hostname).strip("._") or "host"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
+    directory = Path(directory)
+    path = directory / f"gputui-{host}-{stamp}.jsonl.gz"
+    n = 2
+    while os.path.lexists(path):  # a dangling symbolic link takes the name too
+        path = directory / f"gputui-{host}-{stamp}-{n}.jsonl.gz"
+        n += 1
+    return path
+
+
+def in_directory(name: str, directory: str) -> str:
+    """``name`` inside ``directory`` when it is a bare file name (no directory part); a path
+    with one (``./x``, ``/tmp/x``, ``runs/x``) is used as given."""
+    if os.path.dirname(name) or directory in ("", "."):
+        return name
+    return os.path.join(directory, name)
+
+
+__all__ = [
+    "NotARegularFile",
+    "check_target",
+    "create_file",
+    "default_record_path",
+    "in_directory",
+    "os_reason",
+]

@@ -141,11 +141,12 @@ class Sampler:
         node: NodeInfo | None = None,
         health: HealthEvaluator | None = None,
         deadline: float | None = None,
+        gpu_hour_price: float | None = None,
     ) -> None:
         """``node`` is passed when the backend is already open (see ``backends.open_backend``).
         ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback.
         ``deadline``: how long the polling thread waits for a reading (default: max(5 s, 3
-        intervals))."""
+        intervals)). ``gpu_hour_price`` prices the idle GPUs (see :mod:`gputui.usage`)."""
         self.backend = backend
         self.playback = backend.playback
         """The replay controls when the backend plays back a recording, else None."""
@@ -164,9 +165,9 @@ class Sampler:
         self.node: NodeInfo | None = None if node is None else self._with_namespace(node)
         self.latest: Snapshot | None = None
         self._deadline = deadline
-        self.usage = UsageMeter()
-        """Energy and idle accounting; its ``gpu_hour_price`` (``--gpu-hour-price``) prices the
-        idle GPUs on each snapshot's ``usage``."""
+        self.usage = UsageMeter(gpu_hour_price=gpu_hour_price)
+        """Energy and idle accounting; its ``gpu_hour_price`` prices the idle GPUs on each
+        snapshot's ``usage``."""
         self._last_slow: float | None = None
         self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()

@@ -30,6 +30,7 @@ from gputui.model import NodeInfo
 from gputui.opening import DEFAULT_TIMEOUT_S, Opening, OpenTimedOut
 from gputui.playback import Playback, RecordedFindings
 from gputui.sampler import HealthEvaluator, Sampler
+from gputui.settings.model import HealthSettings, Settings
 
 
 class SessionError(Exception):
@@ -121,12 +122,14 @@ def open_session(
     progress: OpenProgress | None = None,
     open_timeout: float | None = DEFAULT_TIMEOUT_S,
     on_wait: Callable[[float], None] | None = None,
+    settings: Settings | None = None,
 ) -> Session:
     """Open ``spec`` (a string: see :meth:`BackendSpec.parse`) and a sampler over it.
 
-    Health: ``health`` when given; else, with ``judge="rules"``, the health rules with this
-    machine's defaults (a live or simulated node) or the findings recorded with each reading (a
-    replay); ``judge="none"`` attaches no evaluator. ``clock`` defaults to the wall clock, or the
+    Health: ``health`` when given; else, with ``judge="rules"``, the health rules with the
+    thresholds of ``settings`` (a live or simulated node) or the findings recorded with each
+    reading (a replay); ``judge="none"`` attaches no evaluator. ``settings`` (default: the
+    defaults) also gives the price of a GPU-hour. ``clock`` defaults to the wall clock, or the
     replay's clock; ``deadline`` is how long a reading may take (see :class:`Sampler`);
     ``defer_topology`` leaves the wiring to the first reading (the dashboard's quick start);
     ``progress`` follows a slow open GPU by GPU. Raises :class:`NoGpuError` or
@@ -158,6 +161,7 @@ def open_session(
         health=health,
         judge=judge,
         deadline=deadline,
+        settings=settings,
     )
     return Session(spec, sampler)
 
@@ -172,11 +176,15 @@ def sampler_for(
     health: HealthEvaluator | None = None,
     judge: Judging = "rules",
     deadline: float | None = None,
+    settings: Settings | None = None,
 ) -> Sampler:
     """The sampler over an already opened ``backend`` (see :func:`open_session`)."""
+    settings = settings if settings is not None else Settings()
     playback = backend.playback
     if health is None and judge == "rules":
-        health = RecordedFindings(playback) if playback is not None else default_health()
+        health = (
+            RecordedFindings(playback) if playback is not None else default_health(settings.health)
+        )
     return Sampler(
         backend,
         interval=interval,
@@ -185,6 +193,7 @@ def sampler_for(
         node=node,
         health=health,
         deadline=deadline,
+        gpu_hour_price=settings.gpu_hour_price,
     )
 
 
@@ -206,12 +215,13 @@ def _open_backend(
         raise NoGpuError(spec, exc.reasons) from None
 
 
-def default_health() -> HealthEvaluator:
-    """The health rules as the dashboard, ``snapshot`` and the exporter judge a running node."""
-    from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+def default_health(health: HealthSettings | None = None) -> HealthEvaluator:
+    """The health rules as the dashboard, ``snapshot`` and the exporter judge a running node,
+    with the thresholds of ``health`` (default: the defaults)."""
+    from gputui.health import HealthMonitor, torch_cuda_version
 
-    config = HealthConfig(torch_cuda_version=torch_cuda_version())
-    return HealthMonitor(config)
+    health = health if health is not None else HealthSettings()
+    return HealthMonitor(health.config(torch_cuda_version=torch_cuda_version()))
 
 
 __all__ = [

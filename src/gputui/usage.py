@@ -19,9 +19,10 @@ result on the snapshot (:class:`gputui.model.Usage`). How it counts:
   :data:`DEFAULT_MAX_POWER_W`, x the time x :data:`ENERGY_MARGIN`), such as the driver's
   "no value" of 2^63 mJ: one bogus reading would otherwise add 1.8e16 J for good. None for a GPU
   without an energy counter (no estimate from power is made).
-- **Cost.** With a price per GPU-hour (``--gpu-hour-price``, or ``GPUTUI_GPU_HOUR_PRICE``): the
-  idle GPUs of this reading x price is the cost per hour of the idle share; idle GPU-hours over
-  the session x price is what idling cost so far.
+- **Cost.** With a price per GPU-hour (``--gpu-hour-price``, ``GPUTUI_GPU_HOUR_PRICE`` or the
+  config file's ``gpu_hour_price``: see :mod:`gputui.settings`; the session hands it to the
+  sampler's meter): the idle GPUs of this reading x price is the cost per hour of the idle
+  share; idle GPU-hours over the session x price is what idling cost so far.
 
 A replayed session carries the usage that was recorded (the sampler does not count again); a
 price given now is applied to it (:meth:`UsageMeter.priced`).
@@ -30,8 +31,7 @@ price given now is applied to it (:meth:`UsageMeter.priced`).
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gputui.model import GpuSample, GpuUsage, Usage
@@ -40,7 +40,6 @@ IDLE_UTIL_PCT = 5.0
 HELD_MEMORY_BYTES = 1024**3
 MAX_GAP_INTERVALS = 3.0
 MIN_GAP_S = 10.0
-PRICE_ENV = "GPUTUI_GPU_HOUR_PRICE"
 DEFAULT_MAX_POWER_W = 2000.0
 """What a GPU that reports neither its power limit nor its draw is assumed to draw at most."""
 ENERGY_MARGIN = 2.0
@@ -49,9 +48,6 @@ counter may rise before the increase is taken for a bogus reading."""
 MIN_ENERGY_INTERVAL_S = 1.0
 """The shortest interval an energy increase is judged over (readings close together have
 proportionally more timing error)."""
-
-_configured_price: float | None = None
-_price_configured = False
 
 
 def parse_price(text: str) -> float:
@@ -63,45 +59,6 @@ def parse_price(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{text!r} is not a price (a number of 0 or more)")
     return value
-
-
-def price_from_env(environ: Mapping[str, str] | None = None) -> float | None:
-    """``GPUTUI_GPU_HOUR_PRICE`` as a price; None when unset or empty; ValueError when it is
-    not a price."""
-    env = os.environ if environ is None else environ
-    text = env.get(PRICE_ENV, "").strip()
-    return parse_price(text) if text else None
-
-
-def configure_gpu_hour_price(price: float | None) -> None:
-    """The price every :class:`UsageMeter` created from now on starts with (the command line's
-    ``--gpu-hour-price``; it wins over the environment)."""
-    global _configured_price, _price_configured
-    _configured_price = price
-    _price_configured = True
-
-
-def configure_price(option: float | None, environ: Mapping[str, str] | None = None) -> None:
-    """The command line's price (``--gpu-hour-price``), else the environment's, for every
-    :class:`UsageMeter` created from now on. ValueError naming the variable when the
-    environment's is not a price."""
-    if option is None:
-        try:
-            option = price_from_env(environ)
-        except ValueError as exc:
-            raise ValueError(f"{PRICE_ENV}: {exc}") from None
-    configure_gpu_hour_price(option)
-
-
-def configured_gpu_hour_price() -> float | None:
-    """The configured price, else the environment's (an invalid one is ignored here; the
-    command line reports it)."""
-    if _price_configured:
-        return _configured_price
-    try:
-        return price_from_env()
-    except ValueError:
-        return None
 
 
 def max_energy_increase(sample: GpuSample, elapsed_s: float) -> float:
@@ -153,12 +110,9 @@ class UsageMeter:
         self,
         *,
         gpu_hour_price: float | None = None,
-        use_configured_price: bool = True,
         idle_util_pct: float = IDLE_UTIL_PCT,
         held_memory_bytes: int = HELD_MEMORY_BYTES,
     ) -> None:
-        if gpu_hour_price is None and use_configured_price:
-            gpu_hour_price = configured_gpu_hour_price()
         self.gpu_hour_price = gpu_hour_price
         self.idle_util_pct = idle_util_pct
         self.held_memory_bytes = held_memory_bytes
@@ -333,18 +287,13 @@ __all__ = [
     "MAX_GAP_INTERVALS",
     "MIN_ENERGY_INTERVAL_S",
     "MIN_GAP_S",
-    "PRICE_ENV",
     "UsageMeter",
-    "configure_gpu_hour_price",
-    "configure_price",
-    "configured_gpu_hour_price",
     "fmt_energy",
     "fmt_money",
     "idle_state",
     "idle_summary",
     "max_energy_increase",
     "parse_price",
-    "price_from_env",
     "session_idle_share",
     "summarize",
 ]

@@ -114,7 +114,7 @@ def add_parser(commands: SubParsers) -> None:
     check.add_argument(
         "--xid-window",
         type=_xid_window,
-        default=24.0,
+        default=None,
         metavar="HOURS",
         help="XIDs in the kernel log older than this are history, reported as information "
         "(default: 24; 0: no window). Those before a driver reload or the GPU's re-enumeration "
@@ -153,27 +153,27 @@ def options(args: argparse.Namespace, common: Common) -> CheckOptions:
     return CheckOptions(
         common.spec(),
         seed=common.seed,
-        expect_gpus=args.expect_gpus,
+        expect_gpus=common.settings.health.expect_gpus,
         gpus=args.gpus,
         strict=args.strict,
         require_idle=args.require_idle,
-        ignore=_ignored_rules(args.ignore),
+        ignore=_ignored_rules(args.ignore) | common.settings.health.ignore,
         as_json=args.json,
         probe=args.probe,
         timeout=args.timeout,
-        xid_window_hours=args.xid_window,
+        xid_window_hours=common.settings.health.xid_window_hours or None,
         quiet=args.quiet,
     )
 
 
-def _xid_window(text: str) -> float | None:
+def _xid_window(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
     if not 0 <= value <= 24 * 366:
         raise argparse.ArgumentTypeError("the XID window must be between 0 and 8784 hours")
-    return value or None
+    return value  # 0: no window (the settings keep 0 apart from "not given")
 
 
 def _ignored_rules(values: list[str]) -> frozenset[str]:

@@ -1,7 +1,8 @@
 """What every command gets besides its own options, and what a command module provides.
 
 - :class:`Common`: the options given before or after any sub-command (``--backend``, ``--demo``,
-  ``--replay``, ``--seed``) and the dashboard's (``--interval``, ``--readonly``, ``--light``),
+  ``--replay``, ``--seed``) and the run's :class:`~gputui.settings.model.Settings` (interval,
+  price, theme, read-only, health thresholds: config file, environment and options in one),
   read from the command line in one place (:meth:`Common.from_args`).
 - :class:`Seams`: the outside world a command reads and writes (clock, sleep, environment,
   output stream, kernel log ...), the real ones by default; tests pass their own.
@@ -14,10 +15,11 @@ import argparse
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from gputui.backends.spec import BackendSpec
+from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -39,20 +41,21 @@ class Common:
     demo: bool = False
     replay: str | None = None
     seed: int = 0
-    interval: float = 1.0
-    readonly: bool = False
-    light: bool = False
+    settings: Settings = field(default_factory=Settings)
+    """The run's settings: defaults < config file < environment < these options."""
+
+    @property
+    def interval(self) -> float:
+        return self.settings.interval
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Common:
+    def from_args(cls, args: argparse.Namespace, settings: Settings | None = None) -> Common:
         return cls(
             backend=args.backend,
             demo=args.demo,
             replay=getattr(args, "replay", None),
             seed=args.seed,
-            interval=args.interval,
-            readonly=args.readonly,
-            light=args.light,
+            settings=settings if settings is not None else Settings(),
         )
 
     def spec(self) -> BackendSpec:

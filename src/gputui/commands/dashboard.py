@@ -7,13 +7,14 @@ import argparse
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from gputui.commands.common import Common
 from gputui.commands.output import encodable, error
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.settings.model import Settings
 
 SHOW_AFTER_S = 2.0
 """An open that takes longer than this shows how long it has taken so far."""
@@ -23,9 +24,9 @@ SHOW_AFTER_S = 2.0
 class DashboardOptions:
     spec: BackendSpec
     seed: int = 0
-    interval: float = 1.0
-    readonly: bool = False
-    light: bool = False
+    settings: Settings = field(default_factory=Settings)
+    """The interval, theme, keymap, read-only mode, recording directory, price and health
+    thresholds."""
 
 
 def options(args: argparse.Namespace, common: Common) -> DashboardOptions:
@@ -33,9 +34,7 @@ def options(args: argparse.Namespace, common: Common) -> DashboardOptions:
     return DashboardOptions(
         common.spec(),
         seed=common.seed,
-        interval=common.interval,
-        readonly=common.readonly,
-        light=common.light,
+        settings=common.settings,
     )
 
 
@@ -45,7 +44,7 @@ def run(options: DashboardOptions) -> int:
     drawable = sys.stdin.isatty() and sys.stderr.isatty()
     drawable = drawable and os.environ.get("TERM", "").strip().lower() != "dumb"
     try:
-        session = _open_while_importing_the_tui(spec, seed, options.interval, drawable)
+        session = _open_while_importing_the_tui(spec, seed, options.settings, drawable)
     except SessionError as exc:  # said once the opening status is off the terminal
         error(str(exc))
         return EXIT_NO_GPU
@@ -64,11 +63,12 @@ def run(options: DashboardOptions) -> int:
         )
         from gputui.commands import snapshot
 
-        return snapshot.run(snapshot.SnapshotOptions(spec, seed=seed))
+        return snapshot.run(snapshot.SnapshotOptions(spec, seed=seed, settings=options.settings))
     from gputui.tui.app import GpuTuiApp
 
-    theme = "textual-light" if options.light else None
-    app = GpuTuiApp(session.sampler, readonly=options.readonly, theme=theme)
+    app = GpuTuiApp(session.sampler, settings=options.settings)
+    if app.theme_problem is not None:
+        error(app.theme_problem)
     try:
         app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
     finally:
@@ -77,20 +77,26 @@ def run(options: DashboardOptions) -> int:
 
 
 def _open_while_importing_the_tui(
-    spec: BackendSpec, seed: int, interval: float, drawable: bool
+    spec: BackendSpec, seed: int, settings: Settings, drawable: bool
 ) -> Session:
     """Open the backend (on a thread, see :func:`open_session`) while this thread imports
     Textual: loading the GPU library and importing the TUI are the two slow steps before the
     first frame, and the first spends much of its time outside Python (loading the driver
     library, initialising it). An open that takes a while shows its seconds on the terminal
     until it returns or the driver counts as not answering."""
+    interval = settings.interval
     if not drawable:
-        return open_session(spec, seed=seed, interval=interval)
+        return open_session(spec, seed=seed, interval=interval, settings=settings)
     doing = "reading the recording" if spec.replayed else "opening the GPUs"
     status = _OpeningStatus(sys.stderr, doing)
     try:
         return open_session(
-            spec, seed=seed, interval=interval, defer_topology=True, on_wait=status.update
+            spec,
+            seed=seed,
+            interval=interval,
+            defer_topology=True,
+            on_wait=status.update,
+            settings=settings,
         )
     finally:
         status.clear()

@@ -10,7 +10,7 @@ import argparse
 import errno
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
@@ -19,6 +19,7 @@ from gputui.commands.output import error
 from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.session import BackendSpec
+from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -33,6 +34,8 @@ class ExportOptions:
     listen: str = DEFAULT_LISTEN
     """HOST:PORT, [IPv6]:PORT, :PORT or PORT (:func:`gputui.export.server.parse_listen`)."""
     interval: float = 1.0
+    settings: Settings = field(default_factory=Settings)
+    """The price of a GPU-hour and the health thresholds."""
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -59,7 +62,11 @@ def add_parser(commands: SubParsers) -> None:
 
 def options(args: argparse.Namespace, common: Common) -> ExportOptions:
     return ExportOptions(
-        common.spec(), seed=common.seed, listen=args.listen, interval=common.interval
+        common.spec(),
+        seed=common.seed,
+        listen=args.listen,
+        interval=common.interval,
+        settings=common.settings,
     )
 
 
@@ -99,7 +106,9 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
             f"gputui: warning: listening on {where} makes the metrics (process names, users, "
             "PIDs) visible to the network; firewall it or bind 127.0.0.1"
         )
-    session = open_or_report(options.spec, seed=options.seed, interval=options.interval)
+    session = open_or_report(
+        options.spec, seed=options.seed, interval=options.interval, settings=options.settings
+    )
     if session is None:
         server.stop()
         return EXIT_NO_GPU

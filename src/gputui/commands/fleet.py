@@ -21,6 +21,7 @@ from gputui.commands import args as arg
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
+from gputui.settings.model import LIGHT_THEME
 
 if TYPE_CHECKING:  # gputui.fleet (HTTP, PromQL) is imported when the command runs
     from gputui.commands.args import SubParsers
@@ -127,7 +128,7 @@ def options(args: argparse.Namespace, common: Common) -> FleetOptions:
         interval=args.fleet_interval,
         timeout=args.fleet_timeout,
         as_json=args.json,
-        light=common.light,
+        light=common.settings.theme == LIGHT_THEME,
     )
 
 

@@ -1,7 +1,9 @@
-"""``gputui record FILE``: readings with their findings and events, until ``--duration`` or
+"""``gputui record [FILE]``: readings with their findings and events, until ``--duration`` or
 Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.record`).
 
-FILE is created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
+A bare file name goes in the ``record_dir`` setting's directory, and without FILE the recording
+is named as the dashboard's key R names one, ``gputui-HOST-DATE-TIME.jsonl.gz``, there. FILE is
+created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
 ``--force`` replaces a regular file, and only once the new recording's header is written."""
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
@@ -17,11 +19,12 @@ from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.files import check_target, os_reason
+from gputui.files import check_target, default_record_path, in_directory, os_reason
 from gputui.format import fmt_clock
 from gputui.model import Snapshot
 from gputui.record import Recorder, fmt_size
 from gputui.session import BackendSpec
+from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -42,11 +45,14 @@ def _refused(path: str, exc: OSError) -> int:
 @dataclass(frozen=True, slots=True)
 class RecordOptions:
     spec: BackendSpec
-    path: str
+    path: str | None
+    """None: named as the dashboard names a recording, in ``settings.record_dir``."""
     seed: int = 0
     interval: float = 1.0
     duration: float | None = None
     force: bool = False
+    settings: Settings = field(default_factory=Settings)
+    """The recording directory, the price of a GPU-hour and the health thresholds."""
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -58,7 +64,13 @@ def add_parser(commands: SubParsers) -> None:
         "Ctrl-C. Play back with `gputui --replay FILE`. See docs/recording.md.",
     )
     arg.add_common(record, suppress=True)
-    record.add_argument("file", metavar="FILE", help="where to write, e.g. node.jsonl.gz")
+    record.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="where to write, e.g. node.jsonl.gz; a bare name goes in the record_dir setting's "
+        "directory (default: gputui-HOST-DATE-TIME.jsonl.gz there)",
+    )
     arg.add_interval(record, "seconds between readings (default: 1)")
     record.add_argument(
         "--duration",
@@ -81,20 +93,25 @@ def options(args: argparse.Namespace, common: Common) -> RecordOptions:
         interval=common.interval,
         duration=args.duration,
         force=args.force,
+        settings=common.settings,
     )
 
 
 def run(options: RecordOptions) -> int:
     """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
     writing failed part-way."""
-    path, interval, duration = options.path, options.interval, options.duration
-    try:
-        check_target(path, replace=options.force)  # before opening; created safely below
-    except OSError as exc:
-        return _refused(path, exc)
-    session = open_or_report(options.spec, seed=options.seed, interval=interval)
+    interval, duration, settings = options.interval, options.duration, options.settings
+    path = None if options.path is None else in_directory(options.path, settings.record_dir)
+    if path is not None:
+        try:
+            check_target(path, replace=options.force)  # before opening; created safely below
+        except OSError as exc:
+            return _refused(path, exc)
+    session = open_or_report(options.spec, seed=options.seed, interval=interval, settings=settings)
     if session is None:
         return EXIT_NO_GPU
+    if path is None:
+        path = str(default_record_path(session.node.hostname, settings.record_dir))
     try:
         recorder = Recorder(path, node=session.node, replace=options.force)
     except OSError as exc:  # nothing is left behind: a replaced file is still there

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.codec import snapshot_to_json
@@ -23,6 +23,7 @@ from gputui.session import BackendSpec
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
+from gputui.settings.model import Settings
 
 SETTLE_S = 0.5
 """``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
@@ -91,6 +92,8 @@ class SnapshotOptions:
     seed: int = 0
     as_json: bool = False
     at: AtTime | None = None
+    settings: Settings = field(default_factory=Settings)
+    """The price of a GPU-hour and the health thresholds."""
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -116,14 +119,22 @@ def options(args: argparse.Namespace, common: Common) -> SnapshotOptions:
     spec = common.spec()
     if args.at is not None and not spec.replayed:
         raise UsageError("--at needs --replay FILE")
-    return SnapshotOptions(spec, seed=common.seed, as_json=args.json, at=args.at)
+    return SnapshotOptions(
+        spec, seed=common.seed, as_json=args.json, at=args.at, settings=common.settings
+    )
 
 
 def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
     if options.spec.replayed:
-        return run_replay(options.spec, at=options.at, as_json=options.as_json)
+        return run_replay(
+            options.spec, at=options.at, as_json=options.as_json, settings=options.settings
+        )
     session = open_or_report(
-        options.spec, seed=options.seed, interval=SETTLE_S, slow_interval=SETTLE_S
+        options.spec,
+        seed=options.seed,
+        interval=SETTLE_S,
+        slow_interval=SETTLE_S,
+        settings=options.settings,
     )
     if session is None:
         return EXIT_NO_GPU
@@ -140,9 +151,11 @@ def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
     return EXIT_OK
 
 
-def run_replay(spec: BackendSpec, *, at: AtTime | None, as_json: bool) -> int:
+def run_replay(
+    spec: BackendSpec, *, at: AtTime | None, as_json: bool, settings: Settings | None = None
+) -> int:
     """The recorded reading at ``at`` (default: the last)."""
-    session = open_or_report(spec)
+    session = open_or_report(spec, settings=settings)
     if session is None:
         return EXIT_USAGE
     with session:

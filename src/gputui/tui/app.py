@@ -11,6 +11,11 @@ replay's play/pause on space, adds seek and speed keys, and disables signals and
 ``--readonly`` disables everything that acts on the node or writes a file: signals (k), the probe
 (p, it loads the GPUs) and recording (R); each is gone from the footer, the help and the palette.
 
+The run's :class:`~gputui.settings.Settings` give the theme (gputui's own are registered beside
+Textual's: :mod:`gputui.tui.themes`, which also derives the data colours from the theme), the
+keymap (``App.set_keymap``), read-only mode and where recordings go; what could not be used from
+the config file shows as a notification too.
+
 SIGTERM and SIGHUP end the app the way q does (the terminal is restored), with exit status
 128 + the signal's number; a shutdown that does not finish within :data:`SIGNAL_EXIT_GRACE_S`
 (a terminal that has gone away can block the output thread) is cut short with the same status.
@@ -41,6 +46,7 @@ from gputui.health.rollup import NewFindings, where
 from gputui.model import ProcessSample, Snapshot
 from gputui.playback import clamp_speed
 from gputui.sampler import INTERVAL_PRESETS, Sampler
+from gputui.settings.model import Settings
 from gputui.signals import ProcessRef, SignalRefused
 from gputui.tui.commands import GpuCommands
 from gputui.tui.messages import (
@@ -54,6 +60,7 @@ from gputui.tui.messages import (
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import ReplayStatus, fmt_speed
 from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.themes import THEMES, data_colours
 
 if TYPE_CHECKING:
     from gputui.tui.screens.probe import ProbeScreen, ProbeSession
@@ -133,18 +140,21 @@ class GpuTuiApp(App[None]):
         start_sampler: bool = True,
         record_dir: Path | str | None = None,
         probe_session: Callable[[ProbeScreen], ProbeSession] | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        """``record_dir``: where key R writes recordings (default: the current directory);
-        ``probe_session``: makes the probe screen's session (default: worker children)."""
+        """``record_dir``: where key R writes recordings (default: the settings'); ``theme``: a
+        theme name (default: the settings'); ``probe_session``: makes the probe screen's session
+        (default: worker children); ``settings``: see the module's docstring."""
         super().__init__()
+        settings = settings if settings is not None else Settings()
         self.probe_session = probe_session
         self.sampler = sampler
         self.replay = sampler.playback
         """The replay controls when replaying a recording, else None."""
         # A recording cannot be signalled: replay is always read-only.
-        readonly = readonly or self.replay is not None
+        readonly = readonly or settings.readonly or self.replay is not None
         self.readonly = readonly
-        self.record_dir = Path(record_dir) if record_dir is not None else Path(".")
+        self.record_dir = Path(record_dir if record_dir is not None else settings.record_dir)
         self.recording: RecordingSession | None = None
         self._replay_ended = False
         self._exit_signal: signal.Signals | None = None
@@ -154,11 +164,11 @@ class GpuTuiApp(App[None]):
         self._last_error = ""
         self.new_findings = NewFindings(("warn", "fail"))
         """Which findings were already notified (see :meth:`notify_findings`)."""
-        self._dark_theme = DARK_THEME
-        if theme is not None:
-            self.theme = theme
-        if self.current_theme.dark:
-            self._dark_theme = self.theme
+        self.notes = [problem.message for problem in settings.problems]
+        """What could not be used from the settings: notified once the app runs."""
+        self.theme_problem = self._use_theme(theme, settings)
+        self._dark_theme = self.theme if self.current_theme.dark else DARK_THEME
+        self.set_keymap(settings.keymap_dict)
         node = sampler.node
         if node is None:  # the CLI opens the sampler first; be forgiving in scripts
             node = sampler.open()
@@ -171,6 +181,27 @@ class GpuTuiApp(App[None]):
 
     def get_default_screen(self) -> Screen[None]:
         return self.dashboard
+
+    def _use_theme(self, theme: str | None, settings: Settings) -> str | None:
+        """Register gputui's themes and set ``theme`` (else the settings'); the message when it
+        names none."""
+        for extra in THEMES:
+            self.register_theme(extra)
+        name = theme if theme is not None else settings.theme
+        if name in self.available_themes:
+            self.theme = name
+            return None
+        where = "" if theme is not None else f" (from {settings.source('theme')})"
+        problem = (
+            f"gputui: theme {name!r}{where} is not a theme; using {self.theme}. Themes: "
+            + ", ".join(sorted(self.available_themes))
+        )
+        self.notes.append(problem)
+        return problem
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """The data colours (``$gputui-*``), derived from the theme unless it sets them."""
+        return data_colours(self.current_theme)
 
     async def run_async(self, *args: Any, **kwargs: Any) -> Any:
         """Run the app (what :meth:`run` calls); SIGTERM and SIGHUP end it like q does, from
@@ -216,6 +247,8 @@ class GpuTuiApp(App[None]):
     # -- life cycle --------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        for note in self.notes:
+            self.notify(note, title="settings", severity="warning", timeout=10)
         self.dashboard.show_interval(self.sampler.interval)
         if self.replay is not None:
             self.show_replay_status()

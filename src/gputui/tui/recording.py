@@ -12,30 +12,13 @@ never through a symbolic link, and removed again when not even its header could 
 
 from __future__ import annotations
 
-import os
-import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gputui.files import default_record_path
 from gputui.model import NodeInfo, Snapshot
-
-
-def default_record_path(
-    hostname: str, directory: Path | str = ".", when: float | None = None
-) -> Path:
-    """``DIR/gputui-<hostname>-<YYYYmmdd-HHMMSS>.jsonl.gz``; ``-2``, ``-3``... when taken."""
-    host = re.sub(r"[^A-Za-z0-9._-]+", "_", hostname).strip("._") or "host"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
-    directory = Path(directory)
-    path = directory / f"gputui-{host}-{stamp}.jsonl.gz"
-    n = 2
-    while os.path.lexists(path):  # a dangling symbolic link takes the name too
-        path = directory / f"gputui-{host}-{stamp}-{n}.jsonl.gz"
-        n += 1
-    return path
 
 
 class RecordingSession:

@@ -35,10 +35,10 @@ from gputui.tui.messages import AcknowledgeFindings
 from gputui.tui.widgets.footer import KeyFooter
 
 SEVERITY_STYLE = {
-    "fail": "$text-error bold",
-    "warn": "$text-warning bold",
+    "fail": "$gputui-bad bold",
+    "warn": "$gputui-warn bold",
     "info": "$text-accent",
-    "ok": "$text-success",
+    "ok": "$gputui-ok",
 }
 NO_FINDINGS_TEXT = "No findings: every health check passes."
 NO_MONITOR_TEXT = "Health checks are not running in this session (no health monitor attached)."

@@ -1,0 +1,290 @@
+"""Every setting the config file, the environment and the command line can give: its name in the
+file, type, range, default, environment variable, option, the commands that use it and one line
+of what it does (for ``gputui config --init`` and the messages). And the key binding ids the
+``[keymap]`` table may rebind."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gputui.settings.model import DEFAULT_INTERVAL, DEFAULT_THEME, HealthSettings
+
+Kind = Literal["number", "integer", "bool", "text", "rules"]
+
+CONFIG_ENV = "GPUTUI_CONFIG"
+DASHBOARD = "dashboard"
+"""The command name of ``gputui`` without a sub-command."""
+READING = frozenset({DASHBOARD, "snapshot", "export", "record"})
+"""Commands that read the GPUs through a session (price, health rules)."""
+TABLES = ("health", "keymap")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One setting."""
+
+    name: str
+    """Dotted, as in the file: ``interval``, ``health.ignore``."""
+    kind: Kind
+    default: object
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    env: str | None = None
+    option: str | None = None
+    commands: frozenset[str] = READING
+    parse_env: Callable[[str], object] | None = None
+    """How the environment's text becomes a value (default: by :attr:`kind`)."""
+    example: str | None = None
+    """For a setting without a default value: a commented example line in the default file."""
+
+    def expected(self) -> str:
+        if self.kind == "number" or self.kind == "integer":
+            what = "a number" if self.kind == "number" else "a whole number"
+            if self.low is not None and self.high is not None:
+                return f"{what} from {self.low:g} to {self.high:g}"
+            if self.low is not None:
+                return f"{what} of {self.low:g} or more"
+            return what
+        return {
+            "bool": "true or false",
+            "text": "a string",
+            "rules": "a list of rule ids (see `gputui check --list-rules`)",
+        }[self.kind]
+
+    def check(self, value: object) -> object:
+        """A value from the file as this setting; ValueError(why) when it is not one."""
+        if self.kind in ("number", "integer"):
+            allowed = isinstance(value, (int, float) if self.kind == "number" else int)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not allowed:
+                raise ValueError(f"expected {self.expected()}")
+            if not math.isfinite(value) or not self._in_range(float(value)):
+                raise ValueError(f"expected {self.expected()}")
+            return float(value) if self.kind == "number" else int(value)
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected {self.expected()}")
+            return value
+        if self.kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"expected {self.expected()}")
+            return value.strip()
+        return _rules(value)
+
+    def parse(self, text: str) -> object:
+        """An environment variable's text as this setting; ValueError(why)."""
+        if self.parse_env is not None:
+            return self.parse_env(text)
+        if self.kind == "bool":
+            word = text.strip().lower()
+            if word in _TRUE or word in _FALSE:
+                return word in _TRUE
+            raise ValueError(f"{text!r} is not 1/0, true/false, yes/no or on/off")
+        if self.kind in ("number", "integer"):
+            try:
+                value: object = float(text) if self.kind == "number" else int(text)
+            except ValueError:
+                raise ValueError(f"{text!r} is not {self.expected()}") from None
+            try:
+                return self.check(value)
+            except ValueError:
+                raise ValueError(f"{text!r} is not {self.expected()}") from None
+        return self.check(text)
+
+    def _in_range(self, value: float) -> bool:
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+
+def _rules(value: object) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of rule ids (see `gputui check --list-rules`)")
+    from gputui.health.verdict import all_rules
+
+    known = all_rules()
+    unknown = sorted({v for v in value if v not in known})
+    if unknown:
+        raise ValueError(f"unknown rule {', '.join(unknown)} (see `gputui check --list-rules`)")
+    return frozenset(value)
+
+
+def _price(text: str) -> object:
+    from gputui.usage import parse_price
+
+    return parse_price(text)
+
+
+_HEALTH = HealthSettings()
+_HEALTH_USERS = READING | {"check"}
+
+KEYS: tuple[Key, ...] = (
+    Key(
+        "interval",
+        "number",
+        DEFAULT_INTERVAL,
+        "seconds between readings (the dashboard, record, export)",
+        low=0.1,
+        high=3600,
+        env="GPUTUI_INTERVAL",
+        option="--interval",
+        commands=frozenset({DASHBOARD, "record", "export"}),
+    ),
+    Key(
+        "gpu_hour_price",
+        "number",
+        None,
+        "what one GPU-hour costs: idle GPUs are shown and exported with their cost (no currency)",
+        low=0,
+        env="GPUTUI_GPU_HOUR_PRICE",
+        option="--gpu-hour-price",
+        parse_env=_price,
+        example="gpu_hour_price = 2.50",
+    ),
+    Key(
+        "theme",
+        "text",
+        DEFAULT_THEME,
+        "the dashboard's colour theme: gputui-high-contrast, textual-light, nord, ... "
+        "(the command palette lists them)",
+        env="GPUTUI_THEME",
+        option="--theme",
+        commands=frozenset({DASHBOARD}),
+    ),
+    Key(
+        "record_dir",
+        "text",
+        ".",
+        "where recordings go (gputui record with a bare file name or none, key R)",
+        env="GPUTUI_RECORD_DIR",
+        commands=frozenset({DASHBOARD, "record"}),
+    ),
+    Key(
+        "readonly",
+        "bool",
+        False,
+        "look only: no signals to processes, no probe, no recording from the dashboard",
+        env="GPUTUI_READONLY",
+        option="--readonly",
+        commands=frozenset({DASHBOARD}),
+    ),
+    Key(
+        "health.idle_memory_minutes",
+        "number",
+        _HEALTH.idle_memory_minutes,
+        "memory held with no utilization warns after this many minutes",
+        low=1,
+        high=10080,
+        commands=_HEALTH_USERS,
+    ),
+    Key(
+        "health.idle_memory_min_bytes",
+        "integer",
+        _HEALTH.idle_memory_min_bytes,
+        "... when a process holds at least this many bytes",
+        low=0,
+        commands=_HEALTH_USERS,
+    ),
+    Key(
+        "health.xid_window_hours",
+        "number",
+        _HEALTH.xid_window_hours,
+        "an XID in the kernel log older than this is history (0: no window)",
+        low=0,
+        high=24 * 366,
+        option="--xid-window",
+        commands=_HEALTH_USERS,
+    ),
+    Key(
+        "health.expect_gpus",
+        "integer",
+        None,
+        "GPUs that must be present (default: what Slurm allocated, if anything)",
+        low=0,
+        option="--expect-gpus",
+        commands=_HEALTH_USERS,
+        example="expect_gpus = 8",
+    ),
+    Key(
+        "health.ignore",
+        "rules",
+        frozenset(),
+        "rules whose findings are left out (check --ignore adds to these)",
+        option="--ignore",
+        commands=_HEALTH_USERS,
+    ),
+)
+
+KEYS_BY_NAME = {key.name: key for key in KEYS}
+
+KEYMAP: dict[str, tuple[str, str]] = {
+    "quit": ("q", "quit"),
+    "help": ("question_mark", "help screen"),
+    "health": ("h", "health findings"),
+    "topology": ("t", "topology"),
+    "probe": ("p", "performance probe"),
+    "pause": ("space", "pause the display"),
+    "interval.up": ("plus,equals_sign", "longer interval"),
+    "interval.down": ("minus", "shorter interval"),
+    "refresh": ("r", "read now"),
+    "record": ("R", "start / stop recording"),
+    **{f"gpu.{i}": (str(i), f"GPU {i}'s processes") for i in range(10)},
+    "gpu.all": ("a", "every GPU's processes"),
+    "filter": ("slash", "filter processes"),
+    "details": ("enter", "process details"),
+    "signal": ("k", "signal the selected process"),
+    "signal.refused": ("k", "why no signal is offered"),
+    "clear": ("escape", "clear the filters"),
+    "process_table.cycle_sort": ("s", "sort by the next column"),
+    "process_table.reverse_sort": ("S", "reverse the sort"),
+    "process_table.up": ("up", "previous process"),
+    "process_table.down": ("down", "next process"),
+    "process_table.page_up": ("pageup", "a page up"),
+    "process_table.page_down": ("pagedown", "a page down"),
+    "process_table.first": ("home", "first process"),
+    "process_table.last": ("end", "last process"),
+    "process_table.select": ("enter", "select the process"),
+    "confirm_signal.terminate": ("T", "send SIGTERM"),
+    "confirm_signal.kill": ("K", "send SIGKILL"),
+    "confirm_signal.interrupt": ("I", "send SIGINT"),
+    "confirm_signal.cancel": ("escape", "send nothing"),
+    "process_detail.close": ("escape", "close the details"),
+    "process_detail.close_q": ("q", "close the details"),
+    "health.ack": ("a", "acknowledge the selected finding"),
+    "health.ack_all": ("A", "acknowledge every cleared finding"),
+    "health.close": ("escape,q", "close the findings"),
+    **{f"topology.gpu.{i}": (str(i), f"topology of GPU {i}") for i in range(10)},
+    "topology.gpu.all": ("a", "topology of every GPU"),
+    "topology.close": ("escape,q,t", "close the topology"),
+    "probe.start": ("enter", "start the probe"),
+    "probe.close": ("escape,q,p", "close the probe"),
+    "help.close": ("escape,q,question_mark", "close the help"),
+    "replay.play": ("space", "replay: play / pause"),
+    "replay.back": ("left", "replay: back 10 s"),
+    "replay.forward": ("right", "replay: forward 10 s"),
+    "replay.back_long": ("shift+left,left_square_bracket", "replay: back 1 min"),
+    "replay.forward_long": ("shift+right,right_square_bracket", "replay: forward 1 min"),
+    "replay.start": ("home", "replay: to the start"),
+    "replay.end": ("end", "replay: to the end"),
+    "replay.slower": ("less_than_sign,comma", "replay: half the speed"),
+    "replay.faster": ("greater_than_sign,full_stop", "replay: twice the speed"),
+}
+"""Binding id -> (default keys, what it does): what ``[keymap]`` may rebind. Keys are Textual's
+names, comma-separated (``ctrl+q``, ``f5``, ``question_mark``)."""
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "DASHBOARD",
+    "KEYMAP",
+    "KEYS",
+    "KEYS_BY_NAME",
+    "READING",
+    "TABLES",
+    "Key",
+    "Kind",
+]
