@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import socket
 import threading
 import time
@@ -21,9 +20,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
 from gputui.backends.base import OpenProgress
+from gputui.codec import to_json
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+from gputui.health.check_output import check_output
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
 from gputui.health.verdict import CheckResult, evaluate
 from gputui.model import Finding, GpuEvent, Snapshot
@@ -440,7 +441,7 @@ def probe_findings(
 
 
 def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None) -> int:
-    emit(json.dumps(result.to_dict(), indent=2) if as_json else render_check(result), out)
+    emit(to_json(check_output(result), indent=2) if as_json else render_check(result), out)
     return result.exit_code
 
 
