@@ -3,8 +3,6 @@ state, as text or JSON."""
 
 from __future__ import annotations
 
-import json
-
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.record import RecordingError
@@ -15,7 +13,7 @@ SETTLE_S = 0.5
 
 def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
     """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
-    from gputui.topology import render_text, topology_dict
+    from gputui.topology import render_text
 
     try:
         session = open_session(spec, seed=seed, interval=SETTLE_S)
@@ -29,7 +27,10 @@ def run(spec: BackendSpec, *, seed: int = 0, as_json: bool = False) -> int:
             error(f"gputui topo: cannot replay: {exc}")
             return EXIT_USAGE
     if as_json:
-        emit(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
+        from gputui.codec import to_json
+        from gputui.topology_output import topology_output
+
+        emit(to_json(topology_output(snapshot.node, snapshot), indent=2))
     else:
         emit(render_text(snapshot.node, snapshot))
     if snapshot.stall is not None:  # the wiring is known, the link state is not
