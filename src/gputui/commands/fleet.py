@@ -9,15 +9,16 @@ GPU node is found.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 
+from gputui.codec import to_json
 from gputui.commands.output import emit, error
 from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
 from gputui.fleet.client import DEFAULT_TIMEOUT_S, PrometheusClient, PrometheusError, auth_from_env
-from gputui.fleet.model import Fleet, fleet_json
+from gputui.fleet.model import Fleet
+from gputui.fleet.output import fleet_output
 from gputui.fleet.promql import parse_match
 from gputui.fleet.source import FleetSource
 
@@ -91,7 +92,7 @@ def _run_json(source: FleetSource) -> int:
     except PrometheusError as exc:
         error(f"gputui fleet: {exc}")
         return EXIT_FAILED
-    emit(json.dumps(fleet_json(fleet), indent=2))
+    emit(to_json(fleet_output(fleet), indent=2, nan_as_null=True))
     if not fleet.nodes:
         where = f" matching {{{source.match}}}" if source.match else ""
         only = f" and --node {source.node_filter.pattern!r}" if source.node_filter else ""
