@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 from tests.schema_pages import declared, differences, documented, emitted
+from tests.test_fleet import BASE, recorded_source, synthetic_source
 
 from gputui import cli
+from gputui.commands import fleet as fleet_command
+from gputui.fleet.output import FleetOutput
 from gputui.topology_output import TopologyOutput
 
 
@@ -36,3 +39,14 @@ def test_the_topo_page(capsys: pytest.CaptureFixture[str]) -> None:
         for scenario in ("dgx-h100", "mi300x", "a100-pcie")
     ]
     assert_page_matches("topo-schema.md", runs, TopologyOutput)
+
+
+def test_the_fleet_page(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = []
+    for source in (recorded_source, synthetic_source):
+        monkeypatch.setattr(fleet_command, "make_source", lambda *a, s=source, **k: s()[0])
+        runs.append(run_cli(capsys, "fleet", "--prometheus", BASE, "--json"))
+    assert {n["source"] for data in runs for n in data["nodes"]} == {"gputui", "dcgm", "unknown"}
+    assert_page_matches("fleet-schema.md", runs, FleetOutput)
