@@ -6,15 +6,22 @@ a field added to an output but not to its page, or documented but never written,
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.fake_probe_worker import FAKE
 from tests.schema_pages import declared, differences, documented, emitted
 from tests.test_fleet import BASE, recorded_source, synthetic_source
 
 from gputui import cli
+from gputui.codec import encode
 from gputui.commands import fleet as fleet_command
+from gputui.fakeclock import fake_clock_sampler
 from gputui.fleet.output import FleetOutput
+from gputui.probe import runner
+from gputui.probe.output import ProbeOutput, probe_output
 from gputui.topology_output import TopologyOutput
 
 
@@ -50,3 +57,39 @@ def test_the_fleet_page(
         runs.append(run_cli(capsys, "fleet", "--prometheus", BASE, "--json"))
     assert {n["source"] for data in runs for n in data["nodes"]} == {"gputui", "dcgm", "unknown"}
     assert_page_matches("fleet-schema.md", runs, FleetOutput)
+
+
+def test_the_probe_page(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """GPU runs on simulated nodes (the command refuses those, so they are run as it runs them),
+    with a worker that skips and retries a test, and a CPU run through the command."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE)
+    command = [sys.executable, str(script)]
+    monkeypatch.setenv("FAKE_SKIP", "matmul_fp8")
+    monkeypatch.setenv("FAKE_RETRY", "memory_copy")
+    runs = []
+    for scenario, tests in (("dgx-h100", ["memory_copy", "matmul_fp8", "p2p"]), ("mig", ["h2d"])):
+        sampler = fake_clock_sampler(scenario, polls=1)
+        snapshot = sampler.latest
+        assert snapshot is not None
+        report = runner.probe_node(
+            node=snapshot.node,
+            snapshot=snapshot,
+            gpus=[0, 1],
+            tests=tests,
+            command=command,
+            sampler=sampler,
+            force=True,
+        )
+        runs.append(encode(probe_output(report)))
+    original = runner.ProbeRunner.__init__
+
+    def with_fake(self: runner.ProbeRunner, targets: Any, **kw: Any) -> None:
+        original(self, targets, **{**kw, "command": command})
+
+    monkeypatch.setattr(runner.ProbeRunner, "__init__", with_fake)
+    runs.append(run_cli(capsys, "probe", "--cpu", "--json", "--tests", "memory_copy"))
+    assert [data["mode"] for data in runs] == ["gpu", "gpu", "cpu"]
+    assert_page_matches("probe-schema.md", runs, ProbeOutput)
