@@ -20,6 +20,7 @@ from gputui.codec import encode
 from gputui.commands import fleet as fleet_command
 from gputui.fakeclock import fake_clock_sampler
 from gputui.fleet.output import FleetOutput
+from gputui.health.check_output import CheckOutput
 from gputui.probe import runner
 from gputui.probe.output import ProbeOutput, probe_output
 from gputui.topology_output import TopologyOutput
@@ -93,3 +94,11 @@ def test_the_probe_page(
     runs.append(run_cli(capsys, "probe", "--cpu", "--json", "--tests", "memory_copy"))
     assert [data["mode"] for data in runs] == ["gpu", "gpu", "cpu"]
     assert_page_matches("probe-schema.md", runs, ProbeOutput)
+
+
+def test_the_check_page(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [
+        run_cli(capsys, "check", "--json", "--backend", f"sim:{scenario}")
+        for scenario in ("faulty", "mig")
+    ]
+    assert_page_matches("check-json.md", runs, CheckOutput)
