@@ -8,7 +8,8 @@ A schema page documents its fields in tables ``| field | type | meaning |`` unde
 The first table is the top-level object; a heading's first word names the object its table
 describes (``## Pair``), and a field whose type names it (``Pair``, ``Pair or null``,
 ``list[Pair]``, ``dict[str, Pair]``) holds that object. One row may name several fields
-(`` `a`, `b` ``).
+(`` `a`, `b` ``). A field of type ``list`` whose meaning names `` `{a, b}` `` holds objects with
+those fields (the first such braces in the meaning).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ _HEADING = re.compile(r"^#{2,3}\s+(.*)$")
 _ROW = re.compile(r"^\|(.*)\|\s*$")
 _NAME = re.compile(r"`([^`]+)`")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LISTED = re.compile(r"`\{([^}`]*)\}`")
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
     names: tuple[str, ...]
     type: str
+    meaning: str
 
 
 def _sections(text: str) -> dict[str, list[Row]]:
@@ -63,7 +66,7 @@ def _sections(text: str) -> dict[str, list[Row]]:
         assert current is not None
         names = tuple(_NAME.findall(cells[0]))
         assert names, f"a row of {current} names no field: {line}"
-        sections[current].append(Row(names, cells[1]))
+        sections[current].append(Row(names, cells[1], cells[2] if len(cells) > 2 else ""))
     return sections
 
 
@@ -82,6 +85,9 @@ def documented(page: str) -> tuple[set[str], set[str]]:
                 path = f"{prefix}{name}"
                 paths.add(path)
                 inner = [w for w in _WORD.findall(row.type) if w in sections and w != root]
+                listed = _LISTED.search(row.meaning)
+                if not inner and row.type == "list" and listed:  # `{a, b}`: the items' fields
+                    paths.update(f"{path}[].{item.strip()}" for item in listed.group(1).split(","))
                 if not inner:
                     continue
                 (child,) = inner

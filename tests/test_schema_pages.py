@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,15 @@ import pytest
 from tests.fakes.fake_probe_worker import FAKE
 from tests.schema_pages import declared, differences, documented, emitted
 from tests.test_fleet import BASE, recorded_source, synthetic_source
+from tests.test_hung_driver import hung_sampler
 
 from gputui import cli
-from gputui.codec import encode
+from gputui.codec import encode, snapshot_to_json
 from gputui.commands import fleet as fleet_command
 from gputui.fakeclock import fake_clock_sampler
 from gputui.fleet.output import FleetOutput
 from gputui.health.check_output import CheckOutput
+from gputui.model import Snapshot
 from gputui.probe import runner
 from gputui.probe.output import ProbeOutput, probe_output
 from gputui.topology_output import TopologyOutput
@@ -102,3 +105,26 @@ def test_the_check_page(capsys: pytest.CaptureFixture[str]) -> None:
         for scenario in ("faulty", "mig")
     ]
     assert_page_matches("check-json.md", runs, CheckOutput)
+
+
+def test_the_snapshot_page(capsys: pytest.CaptureFixture[str]) -> None:
+    """Simulated nodes of every kind; a reading the driver did not answer (it carries ``stall``)
+    and one with events, written as the command writes them."""
+    runs = [
+        run_cli(capsys, "snapshot", "--json", "--backend", f"sim:{scenario}")
+        for scenario in ("dgx-h100", "faulty", "mig", "crowded", "mi300x")
+    ]
+    wedged = threading.Event()
+    try:
+        sampler, gpu = hung_sampler(wedged, after=10_000)
+        sampler.poll(deadline=0.5)
+        gpu.hang_after = gpu.call_count  # every call on GPU 1 blocks from now on
+        stalled = sampler.poll(deadline=0.5)
+    finally:
+        wedged.set()
+    assert stalled.stall is not None
+    faulty = fake_clock_sampler("faulty", polls=1)  # the second reading brings its events
+    with_events = faulty.poll()
+    assert with_events.events
+    runs += [json.loads(snapshot_to_json(s, indent=2)) for s in (stalled, with_events)]
+    assert_page_matches("snapshot-schema.md", runs, Snapshot)
