@@ -98,19 +98,19 @@ class TopologyOutput:
 def _link(r: LinkRow) -> TopoLink:
     state = "up" if r.up else ("down" if r.up is False else ("unused" if r.unused else None))
     return TopoLink(
-        r.gpu_index,
-        r.link,
-        r.kind,
-        state,
-        r.version,
-        r.speed_gbps,
-        link_bytes_per_s(r.speed_gbps),
-        r.remote,
-        r.rx_bytes_per_s,
-        r.tx_bytes_per_s,
-        r.replay_errors,
-        r.recovery_errors,
-        r.crc_errors,
+        gpu=r.gpu_index,
+        link=r.link,
+        kind=r.kind,
+        state=state,
+        version=r.version,
+        speed_gbps=r.speed_gbps,
+        speed_bytes_per_s=link_bytes_per_s(r.speed_gbps),
+        remote=r.remote,
+        rx_bytes_per_s=r.rx_bytes_per_s,
+        tx_bytes_per_s=r.tx_bytes_per_s,
+        replay_errors=r.replay_errors,
+        recovery_errors=r.recovery_errors,
+        crc_errors=r.crc_errors,
     )
 
 
@@ -126,17 +126,17 @@ def topology_output(node: NodeInfo, snapshot: Snapshot | None = None) -> Topolog
             path = (topo.path(a, b) if topo is not None else None) or GpuPath(a, b)
             pairs.append(
                 TopoPair(
-                    a,
-                    b,
-                    cell.code,
-                    cell.kind,
-                    cell.detail,
-                    path.pcie_level,
-                    path.link_type,
-                    path.hops,
-                    path.weight,
-                    path.p2p_read,
-                    path.p2p_write,
+                    a=a,
+                    b=b,
+                    code=cell.code,
+                    kind=cell.kind,
+                    detail=cell.detail,
+                    pcie_level=path.pcie_level,
+                    link_type=path.link_type,
+                    hops=path.hops,
+                    weight=path.weight,
+                    p2p_read=path.p2p_read,
+                    p2p_write=path.p2p_write,
                 )
             )
     locality = []
@@ -145,33 +145,35 @@ def topology_output(node: NodeInfo, snapshot: Snapshot | None = None) -> Topolog
         cpus, numa = locality_text(node, g.index)
         locality.append(
             TopoLocality(
-                g.index, None if cpus == "N/A" else cpus, None if numa == "N/A" else int(numa)
+                gpu=g.index,
+                cpu_affinity=None if cpus == "N/A" else cpus,
+                numa_node=None if numa == "N/A" else int(numa),
             )
         )
         sample = snapshot.sample(g.index) if snapshot is not None else None
         pcie.append(
             TopoPcie(
-                g.index,
-                sample.pcie_gen if sample else None,
-                sample.pcie_width if sample else None,
-                g.pcie_max_gen,
-                g.pcie_max_width,
-                g.pcie_gpu_max_gen,
-                pcie_text(g, sample)[1],
+                gpu=g.index,
+                gen=sample.pcie_gen if sample else None,
+                width=sample.pcie_width if sample else None,
+                max_gen=g.pcie_max_gen,
+                max_width=g.pcie_max_width,
+                gpu_max_gen=g.pcie_gpu_max_gen,
+                below_max=pcie_text(g, sample)[1],
             )
         )
     return TopologyOutput(
-        node.hostname,
-        node.backend,
-        snapshot.timestamp if snapshot is not None else None,
-        topo is not None,
-        gpus,
-        tuple(tuple(matrix.cell(a, b).code for b in gpus) for a in gpus),
-        tuple(pairs),
-        tuple(TopoLegend(c, w) for c, w in legend_for(matrix)),
-        tuple(locality),
-        tuple(pcie),
-        tuple(_link(r) for r in all_link_rows(node, snapshot)),
+        hostname=node.hostname,
+        backend=node.backend,
+        timestamp=snapshot.timestamp if snapshot is not None else None,
+        discovered=topo is not None,
+        gpus=gpus,
+        matrix=tuple(tuple(matrix.cell(a, b).code for b in gpus) for a in gpus),
+        pairs=tuple(pairs),
+        legend=tuple(TopoLegend(code, meaning) for code, meaning in legend_for(matrix)),
+        locality=tuple(locality),
+        pcie=tuple(pcie),
+        links=tuple(_link(r) for r in all_link_rows(node, snapshot)),
     )
 
 

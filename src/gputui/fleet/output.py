@@ -64,40 +64,40 @@ class FleetOutput:
 def node_output(node: FleetNode, now: float) -> FleetNodeOutput:
     age = node.age(now)
     return FleetNodeOutput(
-        node.instance,
-        node.hostname,
-        node.job,
-        node.source,
-        node.health,
-        node.reasons,
-        node.up,
-        node.silent,
-        node.last_seen,
-        None if age is None else round(age, 3),
-        node.driver_version,
-        node.gpu_count,
-        node.models,
-        node.util_mean_pct,
-        node.util_max_pct,
-        node.memory_used_bytes,
-        node.memory_total_bytes,
-        node.power_w,
-        node.temperature_max_c,
-        node.findings,
-        node.gpus,
+        instance=node.instance,
+        hostname=node.hostname,
+        job=node.job,
+        source=node.source,
+        health=node.health,
+        reasons=node.reasons,
+        up=node.up,
+        silent=node.silent,
+        last_seen=node.last_seen,
+        last_seen_age_s=None if age is None else round(age, 3),
+        driver_version=node.driver_version,
+        gpu_count=node.gpu_count,
+        models=node.models,
+        util_mean_pct=node.util_mean_pct,
+        util_max_pct=node.util_max_pct,
+        memory_used_bytes=node.memory_used_bytes,
+        memory_total_bytes=node.memory_total_bytes,
+        power_w=node.power_w,
+        temperature_max_c=node.temperature_max_c,
+        findings=node.findings,
+        gpus=node.gpus,
     )
 
 
 def fleet_output(fleet: Fleet) -> FleetOutput:
     counts = fleet.counts()
     return FleetOutput(
-        fleet.url,
-        fleet.time,
-        fleet.match or None,
-        fleet.node_filter,
-        fleet.health if fleet.nodes else "unknown",
-        FleetSummary(len(fleet.nodes), fleet.gpu_count, **counts),
-        tuple(node_output(n, fleet.time) for n in fleet.nodes),
+        prometheus=fleet.url,
+        time=fleet.time,
+        match=fleet.match or None,
+        node_filter=fleet.node_filter,
+        health=fleet.health if fleet.nodes else "unknown",
+        summary=FleetSummary(len(fleet.nodes), fleet.gpu_count, **counts),
+        nodes=tuple(node_output(n, fleet.time) for n in fleet.nodes),
     )
 
 

@@ -85,13 +85,13 @@ def _finding(result: CheckResult, finding: Finding) -> CheckFinding:
 
 def _mig_device(m: MigStatus) -> MigDevice:
     return MigDevice(
-        m.uuid,
-        m.profile,
-        m.gpu_instance_id,
-        m.compute_instance_id,
-        m.memory_used_bytes,
-        m.memory_total_bytes,
-        m.pids,
+        uuid=m.uuid,
+        profile=m.profile,
+        gpu_instance_id=m.gpu_instance_id,
+        compute_instance_id=m.compute_instance_id,
+        memory_used_bytes=m.memory_used_bytes,
+        memory_total_bytes=m.memory_total_bytes,
+        pids=m.pids,
     )
 
 
@@ -101,17 +101,17 @@ def _gpu(g: GpuStatus) -> CheckGpu:
 
 def check_output(result: CheckResult) -> CheckOutput:
     return CheckOutput(
-        result.verdict,
-        result.exit_code,
-        result.strict,
-        result.hostname,
-        result.backend,
-        result.checked_gpus,
-        tuple(_finding(result, f) for f in result.findings),
-        tuple(_gpu(g) for g in result.gpus),
-        result.not_checked,
-        result.notes,
-        round(result.duration_s, 3),
+        verdict=result.verdict,
+        exit_code=result.exit_code,
+        strict=result.strict,
+        hostname=result.hostname,
+        backend=result.backend,
+        checked_gpus=result.checked_gpus,
+        findings=tuple(_finding(result, f) for f in result.findings),
+        gpus=tuple(_gpu(g) for g in result.gpus),
+        not_checked=result.not_checked,
+        notes=result.notes,
+        duration_s=round(result.duration_s, 3),
     )
 
 

@@ -47,7 +47,12 @@ def spec_summary(info: GpuInfo) -> SpecSummary | None:
         return None
     spec = match.spec
     summary = SpecSummary(
-        spec.model, match.how, match.scale, match.note, spec.source, spec.form_factor
+        model=spec.model,
+        how=match.how,
+        scale=match.scale,
+        note=match.note,
+        source=spec.source,
+        form_factor=spec.form_factor,
     )
     if ref.mig is not None:
         summary = dataclasses.replace(
@@ -85,24 +90,24 @@ class ResultOutput:
 
 def result_output(j: Judged) -> ResultOutput:
     return ResultOutput(
-        j.gpu,
-        j.label,
-        j.test,
-        j.value,
-        j.unit,
-        j.method,
-        j.spec,
-        j.spec_source,
-        _pct(j.pct_of_spec, 1.0),
-        _pct(j.expected, 100.0),
-        j.verdict,
-        tuple(j.reasons),
-        _pct(j.sibling_gap, 100.0),
-        j.telemetry,
-        j.peer,
-        j.judgement,
-        j.expected_assumed,
-        j.expected_scope or None,
+        gpu=j.gpu,
+        label=j.label,
+        test=j.test,
+        value=j.value,
+        unit=j.unit,
+        method=j.method,
+        spec=j.spec,
+        spec_source=j.spec_source,
+        pct_of_spec=_pct(j.pct_of_spec, 1.0),
+        expected_pct=_pct(j.expected, 100.0),
+        verdict=j.verdict,
+        reasons=tuple(j.reasons),
+        sibling_gap_pct=_pct(j.sibling_gap, 100.0),
+        telemetry=j.telemetry,
+        peer=j.peer,
+        judgement=j.judgement,
+        expected_assumed=j.expected_assumed,
+        expected_scope=j.expected_scope or None,
     )
 
 
@@ -139,18 +144,18 @@ class RunOutput:
 def run_output(run: GpuRun, spec: SpecSummary | None) -> RunOutput:
     hello = run.hello
     return RunOutput(
-        run.target.label,
-        run.target.device,
-        hello.device_name if hello is not None else None,
-        hello.uuid if hello is not None else None,
-        hello.pci_bus_id if hello is not None else None,
-        hello.torch_version if hello is not None else None,
-        tuple(run.skipped),
-        tuple(RetryOutput(r.test, r.reason, r.size) for r in run.retries),
-        tuple(run.errors),
-        tuple(run.notes),
-        run.cancelled,
-        spec,
+        label=run.target.label,
+        device=run.target.device,
+        device_name=hello.device_name if hello is not None else None,
+        device_uuid=hello.uuid if hello is not None else None,
+        device_pci_bus_id=hello.pci_bus_id if hello is not None else None,
+        torch_version=hello.torch_version if hello is not None else None,
+        skipped=tuple(run.skipped),
+        retries=tuple(RetryOutput(r.test, r.reason, r.size) for r in run.retries),
+        errors=tuple(run.errors),
+        notes=tuple(run.notes),
+        cancelled=run.cancelled,
+        spec=spec,
     )
 
 
@@ -174,20 +179,20 @@ class ProbeOutput:
 
 def probe_output(report: ProbeReport) -> ProbeOutput:
     return ProbeOutput(
-        report.mode,
-        report.mode == "cpu",
-        V.worst(report.judged),
-        report.exit_code,
-        tuple(result_output(j) for j in report.judged),
-        {
+        mode=report.mode,
+        cpu_run=report.mode == "cpu",
+        verdict=V.worst(report.judged),
+        exit_code=report.exit_code,
+        results=tuple(result_output(j) for j in report.judged),
+        gpus={
             str(k): run_output(r, report.specs.get(k) if k is not None else None)
             for k, r in report.runs.items()
         },
-        tuple(report.summary()),
-        tuple(report.notes),
-        tuple(report.refused),
-        tuple(report.errors),
-        V.EXPECTED_SOURCE,
+        summary=tuple(report.summary()),
+        notes=tuple(report.notes),
+        refused=tuple(report.refused),
+        errors=tuple(report.errors),
+        expected_source=V.EXPECTED_SOURCE,
     )
 
 
