@@ -18,7 +18,7 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def documented(page: str) -> tuple[set[str], set[str]]:
     return paths, maps
 
 
-def emitted(value: Any, maps: set[str] = frozenset(), prefix: str = "") -> set[str]:  # type: ignore[assignment]
+def emitted(value: Any, maps: Collection[str] = (), prefix: str = "") -> set[str]:
     """Every field path in ``value`` (plain JSON values); the objects at ``maps`` are keyed by
     data (their keys become ``*``)."""
     paths: set[str] = set()
