@@ -4,12 +4,21 @@ and older schemas migrated so old recordings keep loading."""
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from gputui import codec, record
-from gputui.codec import CodecError, decode, encode, snapshot_from_dict, snapshot_to_dict
+from gputui.codec import (
+    OMIT_DEFAULT,
+    CodecError,
+    decode,
+    encode,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
 from gputui.commands.check import run_check
 from gputui.fakeclock import fake_clock_sampler
 from gputui.model import GpuSample, HostSample, NodeInfo, ProcessSample, Snapshot
@@ -66,6 +75,35 @@ def test_literals_and_fixed_tuples_are_checked() -> None:
         decode(HostSample, {"timestamp": 1.0, "load_average": [1.0, 2.0]})
     host = decode(HostSample, {"timestamp": 1, "load_average": [1, 2, 3]})
     assert host.load_average == (1.0, 2.0, 3.0) and isinstance(host.timestamp, float)
+
+
+@dataclass(frozen=True)
+class _Output:
+    """An output shaped like a command's: lists, a string-keyed map, a key only where it applies."""
+
+    name: str
+    tags: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    share: float | None = None
+    extra: str | None = field(default=None, metadata=OMIT_DEFAULT)
+
+
+def test_lists_maps_and_keys_only_where_they_apply() -> None:
+    plain = _Output("a", ["x"], {"0": 1}, math.nan)
+    assert list(encode(plain)) == ["name", "tags", "counts", "share"]  # no "extra" at None
+    assert encode(_Output("b", extra="e"))["extra"] == "e"
+    assert math.isnan(encode(plain)["share"])
+    assert encode(plain, nan_as_null=True)["share"] is None  # a command's output is strict JSON
+    assert json.loads(codec.to_json(plain, nan_as_null=True))["share"] is None
+    assert decode(_Output, {"name": "a", "tags": ["x"], "counts": {"0": 1}}) == _Output(
+        "a", ["x"], {"0": 1}
+    )
+    with pytest.raises(CodecError, match=r"tags\[1\]: expected a string"):
+        decode(_Output, {"name": "a", "tags": ["x", 2]})
+    with pytest.raises(CodecError, match=r"counts\.0: expected an integer"):
+        decode(_Output, {"name": "a", "counts": {"0": "1"}})
+    with pytest.raises(CodecError, match="counts: expected an object, got a list"):
+        decode(_Output, {"name": "a", "counts": [1]})
 
 
 def test_a_snapshot_from_a_newer_gputui_is_refused_with_a_reason() -> None:

@@ -5,9 +5,11 @@ against simulated ones (100 nodes x 8 GPUs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import io
 import json
+import math
 import re
 import urllib.error
 import urllib.parse
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gputui import cli
+from gputui.codec import encode
 from gputui.commands import fleet as fleet_command
 from gputui.fleet import promql
 from gputui.fleet.build import build_fleet
@@ -30,7 +33,8 @@ from gputui.fleet.client import (
     auth_from_env,
     normalize_url,
 )
-from gputui.fleet.model import Fleet, fleet_json
+from gputui.fleet.model import Fleet
+from gputui.fleet.output import fleet_output
 from gputui.fleet.source import HISTORY_POINTS, FleetSource
 from gputui.fleet.transport import Budget
 
@@ -423,7 +427,7 @@ def test_recorded_silent_nodes(recorded: Fleet) -> None:
 
 
 def test_json_has_the_fields_the_issue_names(recorded: Fleet) -> None:
-    answer = fleet_json(recorded)
+    answer = encode(fleet_output(recorded), nan_as_null=True)
     json.dumps(answer, allow_nan=False)  # numbers are numbers, unknowns are null
     node = next(n for n in answer["nodes"] if n["instance"] == instance("healthy"))
     assert {"instance", "hostname", "health", "gpus"} <= set(node)
@@ -641,6 +645,22 @@ def test_json_from_recorded_answers(
     code, out, _err = run_cli(capsys, "--prometheus", BASE, "--json")
     assert code == 2
     assert json.loads(out)["summary"]["fail"] == 2
+
+
+def test_json_writes_a_nan_as_null(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, recorded: Fleet
+) -> None:
+    node = next(n for n in recorded.nodes if n.gpus)
+    gpu = dataclasses.replace(node.gpus[0], util_pct=math.nan, power_w=math.nan)
+    fleet = dataclasses.replace(recorded, nodes=(dataclasses.replace(node, gpus=(gpu,)),))
+    source = recorded_source()[0]
+    monkeypatch.setattr(source, "refresh", lambda: fleet)
+    monkeypatch.setattr(fleet_command, "make_source", lambda *a, **k: source)
+    _code, out, _err = run_cli(capsys, "--prometheus", BASE, "--json")
+    data = json.loads(out, parse_constant=lambda word: pytest.fail(f"{word} in the JSON"))
+    (written,) = data["nodes"][0]["gpus"]
+    assert written["util_pct"] is None and written["power_w"] is None
+    assert written["index"] == gpu.index and data["nodes"][0]["util_mean_pct"] is None
 
 
 def test_unreachable_prometheus_exits_2(

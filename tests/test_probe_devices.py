@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from tests.fakes.fake_probe_worker import FAKE
 
+from gputui.codec import encode
 from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
 from gputui.probe import devices as D
 from gputui.probe import runner as R
+from gputui.probe.output import probe_output, spec_summary
 from gputui.probe.protocol import Hello
-from gputui.probe.report import spec_summary
 from gputui.probe.runs import Target
 
 
@@ -167,7 +168,7 @@ def test_an_unverifiable_worker_is_noted(fake) -> None:
     report = R.probe_node(node=node, snapshot=None, command=fake, tests=["matmul_bf16"])
     assert report.judged and not report.errors
     assert any("could not check which GPU" in n for n in report.notes)
-    assert report.to_dict()["gpus"]["0"]["notes"] == report.notes
+    assert encode(probe_output(report))["gpus"]["0"]["notes"] == report.notes
 
 
 # -- P2P destinations --------------------------------------------------------------------------
@@ -254,7 +255,7 @@ def test_a_mig_slice_is_judged_against_its_share_of_the_gpu() -> None:
     unknown = judge_result(0, "GPU 0", Result("matmul_bf16", 100.0, "TFLOPS", "m", {}), bare)
     assert unknown.spec is None and unknown.verdict == "n/a"
     assert "SM count of the MIG slice" in unknown.judgement
-    spec = spec_summary(node.gpus[0])
+    spec = encode(spec_summary(node.gpus[0]))
     assert spec["mig_uuid"] == node.gpus[0].mig_devices[0].uuid
     assert "16/132 SMs" in spec["mig_compute_share"]
 

@@ -12,6 +12,7 @@ import pytest
 from gputui import codec
 from gputui.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
+from gputui.probe.output import result_output
 from gputui.probe.protocol import Result
 from gputui.probe.report import judge_result
 
@@ -64,7 +65,7 @@ def test_a_healthy_h100_pcie_is_judged_as_a_pcie_board() -> None:
 def test_nvl_boards_have_their_own_assumed_shares() -> None:
     nvl = _judge(_gpu("NVIDIA H100 NVL", sm_count=132), "matmul_bf16", 500.0)
     assert nvl.expected == pytest.approx(0.63) and nvl.expected_assumed is True
-    assert nvl.to_dict()["expected_scope"] == "Hopper NVL (H100 NVL, H200 NVL)"
+    assert codec.encode(result_output(nvl))["expected_scope"] == "Hopper NVL (H100 NVL, H200 NVL)"
     sxm = _judge(_gpu("NVIDIA H200", sm_count=132), "matmul_bf16", 700.0)
     assert sxm.expected == pytest.approx(0.75) and sxm.expected_assumed is False
     assert "for Hopper SXM and superchip" in sxm.judgement
@@ -107,7 +108,7 @@ def test_the_first_real_gpus_probe_lands_ok_with_margin() -> None:
         res = Result(row["test"], row["value"], row["unit"], row["method"], {})
         judged = judge_result(0, "GPU 0", res, node, _telemetry(row))
         assert judged.verdict == V.OK, (row["test"], judged.judgement)
-        assert judged.to_dict()["pct_of_spec"] == row["pct_of_spec"]
+        assert codec.encode(result_output(judged))["pct_of_spec"] == row["pct_of_spec"]
         assert judged.pct_of_expected is not None
         assert 100.0 <= judged.pct_of_expected <= 105.0, (row["test"], judged.pct_of_expected)
         assert judged.expected_assumed is False and judged.expected_scope == "H100 SXM5 80GB"

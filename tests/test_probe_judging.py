@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from gputui.codec import encode
 from gputui.model import GpuInfo, GpuPath, LinkInfo, NodeInfo, Snapshot, Topology
 from gputui.probe import pairs as P
 from gputui.probe import runner as R
 from gputui.probe import verdict as V
+from gputui.probe.output import result_output
 from gputui.probe.protocol import Result
 from gputui.probe.report import finish_judging, judge_result, render_table
 from gputui.specs import load_specs
@@ -179,7 +181,7 @@ def test_every_result_says_how_it_was_measured_and_judged() -> None:
     assert "= 712.4 TFLOPS" in text and "OK >= 641.2" in text and "WARN >= 570" in text
     assert "LOW below" in text
     assert judged.how.startswith("torch.mm BF16") and "; judged: spec 989" in judged.how
-    assert judged.to_dict()["judgement"] == text
+    assert encode(result_output(judged))["judgement"] == text
     assert "judged: spec 989" in render_table([judged])
     assert "how measured and judged" in render_table([judged]).splitlines()[0]
     cpu = judge_result(None, "CPU", res, None)
@@ -191,7 +193,7 @@ def test_an_assumed_fraction_says_so_and_a_missing_one_is_not_judged() -> None:
     res = Result("matmul_fp32", 50.0, "TFLOPS", "m", {})
     fp32 = judge_result(0, "GPU 0", res, h200)
     assert "(assumed, no measurement behind it: " in fp32.judgement
-    assert fp32.expected_assumed is True and fp32.to_dict()["expected_assumed"] is True
+    assert fp32.expected_assumed is True and encode(result_output(fp32))["expected_assumed"] is True
     mi300 = NodeInfo("n", "amdsmi", (_gpu(0, "AMD Instinct MI300X", "amd"),))
     bf16 = judge_result(0, "GPU 0", Result("matmul_bf16", 600.0, "TFLOPS", "m", {}), mi300)
     assert bf16.expected == 0.45 and bf16.verdict == V.OK  # untuned: 46% of 1307 is healthy

@@ -12,9 +12,11 @@ import pytest
 from tests.fakes.fake_probe_worker import FAKE
 
 from gputui import cli
+from gputui.codec import encode
 from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
 from gputui.probe import runner as R
 from gputui.probe import verdict as V
+from gputui.probe.output import probe_output
 
 
 @pytest.fixture
@@ -165,7 +167,7 @@ def test_lost_and_unanswering_gpus_are_refused_even_with_force(fake) -> None:
     assert "--force" in refused
     assert list(report.runs) == [0] and [j.gpu for j in report.judged] == [0]  # GPU 0 still runs
     assert report.exit_code == 2  # the probe could not run on GPU 1
-    assert report.to_dict()["refused"] == [refused] and set(report.specs) == {0}
+    assert encode(probe_output(report))["refused"] == [refused] and set(report.specs) == {0}
     # Every selected GPU unusable: nothing is probed at all, busy or forced.
     silent = GpuSample(0, 0.0, error="NVML: Unknown Error")
     nothing = Snapshot(0.0, NODE, (silent, lost), ())
@@ -187,7 +189,7 @@ def test_node_relative_low_and_json_shape(fake, monkeypatch) -> None:
     assert round(100 * by_gpu[0].sibling_gap) == 19
     assert report.exit_code == 1
     assert report.summary() == ["GPU 0: BF16 matmul 19% below its siblings"]
-    data = json.loads(json.dumps(report.to_dict()))
+    data = json.loads(json.dumps(encode(probe_output(report))))
     assert data["verdict"] == "LOW" and data["exit_code"] == 1
     row = data["results"][0]
     assert set(row) >= {"gpu", "test", "value", "unit", "spec", "pct_of_spec", "expected_pct"}

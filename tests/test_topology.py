@@ -10,6 +10,7 @@ import pytest
 
 from gputui import cli
 from gputui.backends import NoBackend
+from gputui.codec import encode
 from gputui.model import (
     GpuInfo,
     GpuLocality,
@@ -32,8 +33,8 @@ from gputui.topology import (
     link_kind_text,
     link_rows,
     render_text,
-    topology_dict,
 )
+from gputui.topology_output import topology_output
 
 T = 1_700_000_000.0
 
@@ -260,7 +261,7 @@ def test_no_topology_says_so_plainly() -> None:
 
 def test_json_shape() -> None:
     info, snapshot = dgx_like()
-    data = json.loads(json.dumps(topology_dict(info, snapshot)))
+    data = json.loads(json.dumps(encode(topology_output(info, snapshot))))
     assert data["gpus"] == [0, 1, 2, 3] and data["discovered"] is True
     assert data["matrix"][0] == ["X", "NV18", "NV18", "NV18"]
     assert {e["code"] for e in data["legend"]} == {"X", "NV#"}
@@ -272,7 +273,7 @@ def test_json_shape() -> None:
     down = [x for x in data["links"] if x["state"] == "down"]
     assert [(x["gpu"], x["link"]) for x in down] == [(1, 7)]
     assert len(data["links"]) == 4 * 18 and data["links"][0]["rx_bytes_per_s"] == 1e9
-    assert topology_dict(node(2, None))["matrix"] == [["X", "?"], ["?", "X"]]
+    assert encode(topology_output(node(2, None)))["matrix"] == [["X", "?"], ["?", "X"]]
 
 
 def test_link_kind_text_is_per_link_gb_per_s_for_both_vendors() -> None:
@@ -296,7 +297,7 @@ def test_render_text_names_the_link_generation_and_per_link_speed() -> None:
 
 def test_json_links_carry_the_decoded_version_and_per_link_speed() -> None:
     info, snapshot = dgx_like()
-    link = topology_dict(info, snapshot)["links"][0]
+    link = encode(topology_output(info, snapshot))["links"][0]
     assert (link["version"], link["speed_gbps"]) == (4, 200.0)
     assert link["speed_bytes_per_s"] == 25e9  # one link, one direction
 
@@ -311,7 +312,7 @@ def test_pcie_names_the_gpus_own_maximum_when_the_host_limits_it() -> None:
     text = render_text(n, Snapshot(timestamp=T, node=n, gpus=samples))
     assert "GPU0  Gen4 x16 / max Gen4 x16 (the GPU supports Gen5)\n" in text  # not below max
     assert "GPU1  Gen5 x16 / max Gen5 x16\n" in text
-    pcie = topology_dict(n, Snapshot(timestamp=T, node=n, gpus=samples))["pcie"]
+    pcie = encode(topology_output(n, Snapshot(timestamp=T, node=n, gpus=samples)))["pcie"]
     assert [(p["max_gen"], p["gpu_max_gen"], p["below_max"]) for p in pcie] == [
         (4, 5, False),
         (5, 5, False),

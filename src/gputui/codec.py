@@ -3,6 +3,9 @@
 Encoding turns dataclasses into objects, frozensets into sorted lists and tuples into lists;
 numbers stay numbers. ``omit_defaults=True`` leaves out every field equal to its default (what a
 recording line stores); decoding restores the defaults, so both forms decode to the same object.
+A field marked :data:`OMIT_DEFAULT` is left out at its default always: a key an output carries
+only where it applies (a GPU's ``mig_devices`` in ``gputui check --json``). ``nan_as_null=True``
+writes NaN and infinity as ``null`` (a command's output is strict JSON).
 
 Decoding is driven by the model's type hints and checks every value against its field's type, so
 input from anywhere (a recording copied between machines, a snapshot in a bug report) either
@@ -54,40 +57,62 @@ class CodecError(ValueError):
 
 # -- encoding -------------------------------------------------------------------------------------
 
+OMIT_DEFAULT: Mapping[str, bool] = types.MappingProxyType({"omit_default": True})
+"""``field(default=..., metadata=OMIT_DEFAULT)``: the key is written only when the value is not
+the default, with or without ``omit_defaults``."""
+
 _MISSING = object()
-_DEFAULTS: dict[type, tuple[tuple[str, object], ...]] = {}
+_DEFAULTS: dict[type, tuple[tuple[str, object, bool], ...]] = {}
 
 
-def _field_defaults(tp: type) -> tuple[tuple[str, object], ...]:
+def _field_defaults(tp: type) -> tuple[tuple[str, object, bool], ...]:
+    """(name, default or _MISSING, always omitted at its default) per field of ``tp``."""
     found = _DEFAULTS.get(tp)
     if found is None:
         found = _DEFAULTS[tp] = tuple(
-            (f.name, f.default if f.default is not dataclasses.MISSING else _MISSING)
+            (
+                f.name,
+                f.default if f.default is not dataclasses.MISSING else _MISSING,
+                bool(f.metadata.get("omit_default")),
+            )
             for f in dataclasses.fields(tp)
         )
     return found
 
 
-def encode(value: object, *, omit_defaults: bool = False) -> Any:
+def encode(value: object, *, omit_defaults: bool = False, nan_as_null: bool = False) -> Any:
     """``value`` as plain JSON values. With ``omit_defaults``, dataclass fields equal to their
-    default (same type and value) are left out."""
+    default (same type and value) are left out; with ``nan_as_null``, NaN and infinity become
+    None."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: JsonObject = {}
-        for name, default in _field_defaults(type(value)):
+        for name, default, omit in _field_defaults(type(value)):
             v = getattr(value, name)
             if (
-                omit_defaults
+                (omit_defaults or omit)
                 and default is not _MISSING
                 and (v is default or (type(v) is type(default) and v == default))
             ):
                 continue
-            out[name] = encode(v, omit_defaults=omit_defaults)
+            out[name] = encode(v, omit_defaults=omit_defaults, nan_as_null=nan_as_null)
         return out
     if isinstance(value, (frozenset, set)):
         return sorted(value)
     if isinstance(value, (tuple, list)):
-        return [encode(v, omit_defaults=omit_defaults) for v in value]
+        return [encode(v, omit_defaults=omit_defaults, nan_as_null=nan_as_null) for v in value]
+    if isinstance(value, dict):
+        return {
+            k: encode(v, omit_defaults=omit_defaults, nan_as_null=nan_as_null)
+            for k, v in value.items()
+        }
+    if nan_as_null and type(value) is float and not math.isfinite(value):
+        return None
     return value
+
+
+def to_json(value: object, *, indent: int | None = None, nan_as_null: bool = False) -> str:
+    """``value`` encoded, as JSON text (what a command's ``--json`` prints)."""
+    return json.dumps(encode(value, nan_as_null=nan_as_null), indent=indent)
 
 
 def snapshot_to_dict(snapshot: Snapshot) -> JsonObject:
@@ -96,7 +121,7 @@ def snapshot_to_dict(snapshot: Snapshot) -> JsonObject:
 
 
 def snapshot_to_json(snapshot: Snapshot, indent: int | None = None) -> str:
-    return json.dumps(snapshot_to_dict(snapshot), indent=indent)
+    return to_json(snapshot, indent=indent)
 
 
 # -- decoding -------------------------------------------------------------------------------------
@@ -189,6 +214,10 @@ def _build(tp: object) -> Converter:
         return _literal_converter(args)
     if origin is frozenset:
         return _collection_converter(converter(args[0]), frozenset)
+    if origin is list:
+        return _collection_converter(converter(args[0]), list)
+    if origin is dict and args[0] is str:
+        return _mapping_converter(converter(args[1]))
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return _collection_converter(converter(args[0]), tuple)
@@ -233,6 +262,21 @@ def _collection_converter(item: Converter, make: Callable[[Any], Any]) -> Conver
         return make(out)
 
     return collection
+
+
+def _mapping_converter(value: Converter) -> Converter:
+    def mapping(data: Any) -> dict[str, Any]:
+        if type(data) is not dict:
+            raise CodecError(f"expected an object, got {_kind(data)}")
+        out = {}
+        for key, item in data.items():
+            try:
+                out[key] = value(item)
+            except CodecError as exc:
+                raise exc.within(key) from None
+        return out
+
+    return mapping
 
 
 def _fixed_tuple_converter(items: tuple[Converter, ...]) -> Converter:
@@ -338,6 +382,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
 
 __all__ = [
     "MIGRATIONS",
+    "OMIT_DEFAULT",
     "CodecError",
     "converter",
     "decode",
@@ -347,4 +392,5 @@ __all__ = [
     "snapshot_from_dict",
     "snapshot_to_dict",
     "snapshot_to_json",
+    "to_json",
 ]

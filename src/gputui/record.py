@@ -6,10 +6,11 @@ File format (``docs/recording.md``)::
      "started": 1700000000.0, "node": {NodeInfo}}                     <- line 1, the header
     {"type": "snapshot", "timestamp": 1700000000.0, "gpus": [...], ...} <- one line per reading
 
-A snapshot line is :meth:`Snapshot.to_dict` without ``node`` (it is in the header) and without
-``schema_version`` (also in the header), with every field that equals its default omitted (``null``
-values, ``false`` flags, empty lists whose default is empty, ``"driver"`` sources ...). Reading
-restores the defaults, so a recording is lossless: each snapshot read back equals the one written.
+A snapshot line is the encoded snapshot (:func:`gputui.codec.encode`) without ``node`` (it is in
+the header) and without ``schema_version`` (also in the header), with every field that equals its
+default omitted (``null`` values, ``false`` flags, empty lists whose default is empty,
+``"driver"`` sources ...). Reading restores the defaults, so a recording is lossless: each snapshot
+read back equals the one written.
 
 A name ending in ``.gz`` is written gzip-compressed; each line is flushed (for gzip a
 ``Z_SYNC_FLUSH``), so a reader sees every complete line of a recording that is still being written.

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputui.format import cell_width, fmt_rate, pad, sanitize
 from gputui.model import GpuInfo, GpuPath, GpuSample, LinkInfo, LinkSample, NodeInfo, Snapshot
@@ -323,7 +322,9 @@ def link_rows(
     return rows
 
 
-def _all_link_rows(node: NodeInfo, snapshot: Snapshot | None) -> list[LinkRow]:
+def all_link_rows(node: NodeInfo, snapshot: Snapshot | None) -> list[LinkRow]:
+    """The links of every GPU (:func:`link_rows`), by GPU index, with their readings in
+    ``snapshot`` (None: state unknown)."""
     rows: list[LinkRow] = []
     for gpu in sorted(node.gpus, key=lambda g: g.index):
         sample = snapshot.sample(gpu.index) if snapshot is not None else None
@@ -391,7 +392,8 @@ DOWNTRAIN_UTIL_PCT = 30.0
 """Below this GPU utilization a PCIe link below its maximum is likely power saving."""
 
 
-def _locality(node: NodeInfo, index: int) -> tuple[str, str]:
+def locality_text(node: NodeInfo, index: int) -> tuple[str, str]:
+    """(CPU affinity, NUMA node) of GPU ``index`` as the matrix shows them (``N/A``: unknown)."""
     if node.topology is not None:
         for loc in node.topology.locality:
             if loc.gpu_index == index:
@@ -401,7 +403,7 @@ def _locality(node: NodeInfo, index: int) -> tuple[str, str]:
     return "N/A", "N/A"
 
 
-def _pcie(info: GpuInfo, sample: GpuSample | None) -> tuple[str, bool]:
+def pcie_text(info: GpuInfo, sample: GpuSample | None) -> tuple[str, bool]:
     """("Gen5 x16 / max Gen5 x16", trained below max)."""
 
     def link(gen: int | None, width: int | None) -> str:
@@ -461,14 +463,14 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
             "links or CPU affinity to show."
         )
     elif len(gpus) == 1:
-        cpus, numa = _locality(node, gpus[0].index)
+        cpus, numa = locality_text(node, gpus[0].index)
         lines.append("1 GPU: no GPU-to-GPU paths to show.")
         lines += _grid(["", "CPU Affinity", "NUMA Affinity"], [[names[0], cpus, numa]])
     else:
         rows = []
         for g, name in zip(gpus, names, strict=True):
             codes = [matrix.cell(g.index, o.index).code for o in gpus]
-            rows.append([name, *codes, *_locality(node, g.index)])
+            rows.append([name, *codes, *locality_text(node, g.index)])
         lines += _grid(["", *names, "CPU Affinity", "NUMA Affinity"], rows)
         lines += ["", "Legend:", ""]
         legend = legend_for(matrix)
@@ -478,7 +480,7 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
     lines += ["", "PCIe link (current / max):"]
     for g in gpus:
         sample = snapshot.sample(g.index) if snapshot is not None else None
-        text, below = _pcie(g, sample)
+        text, below = pcie_text(g, sample)
         if below:
             util = sample.utilization_gpu_pct if sample is not None else None
             idle = util is not None and util < DOWNTRAIN_UTIL_PCT
@@ -511,7 +513,7 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
                 rows.append(row)
             lines += ["  " + line for line in _grid(["", *names], rows)]
     # NVLink / XGMI
-    all_rows = _all_link_rows(node, snapshot)
+    all_rows = all_link_rows(node, snapshot)
     if all_rows:
         word = " / ".join(sorted({_link_word(r.kind) for r in all_rows}))
         lines += ["", f"{word} links:"]
@@ -544,95 +546,12 @@ def render_text(node: NodeInfo, snapshot: Snapshot | None = None) -> str:
     return "\n".join(sanitize(line) for line in lines)
 
 
-def topology_dict(node: NodeInfo, snapshot: Snapshot | None = None) -> dict[str, Any]:
-    """``gputui topo --json``: matrix codes (rows in ``gpus`` order), every pair with its detail
-    and P2P support, the legend of the codes present, CPU locality, PCIe and per-link state."""
-    matrix = build_matrix(node)
-    gpus = list(matrix.gpus)
-    topo = node.topology
-    pairs = []
-    for i, a in enumerate(gpus):
-        for b in gpus[i + 1 :]:
-            cell = matrix.cell(a, b)
-            path = topo.path(a, b) if topo is not None else None
-            pairs.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "code": cell.code,
-                    "kind": cell.kind,
-                    "detail": cell.detail,
-                    "pcie_level": path.pcie_level if path else None,
-                    "link_type": path.link_type if path else None,
-                    "hops": path.hops if path else None,
-                    "weight": path.weight if path else None,
-                    "p2p_read": path.p2p_read if path else None,
-                    "p2p_write": path.p2p_write if path else None,
-                }
-            )
-    locality = []
-    pcie = []
-    for g in sorted(node.gpus, key=lambda g: g.index):
-        cpus, numa = _locality(node, g.index)
-        locality.append(
-            {
-                "gpu": g.index,
-                "cpu_affinity": None if cpus == "N/A" else cpus,
-                "numa_node": None if numa == "N/A" else int(numa),
-            }
-        )
-        sample = snapshot.sample(g.index) if snapshot is not None else None
-        pcie.append(
-            {
-                "gpu": g.index,
-                "gen": sample.pcie_gen if sample else None,
-                "width": sample.pcie_width if sample else None,
-                "max_gen": g.pcie_max_gen,
-                "max_width": g.pcie_max_width,
-                "gpu_max_gen": g.pcie_gpu_max_gen,
-                "below_max": _pcie(g, sample)[1],
-            }
-        )
-    links = [
-        {
-            "gpu": r.gpu_index,
-            "link": r.link,
-            "kind": r.kind,
-            "state": "up"
-            if r.up
-            else ("down" if r.up is False else ("unused" if r.unused else None)),
-            "version": r.version,
-            "speed_gbps": r.speed_gbps,
-            "speed_bytes_per_s": link_bytes_per_s(r.speed_gbps),
-            "remote": r.remote,
-            "rx_bytes_per_s": r.rx_bytes_per_s,
-            "tx_bytes_per_s": r.tx_bytes_per_s,
-            "replay_errors": r.replay_errors,
-            "recovery_errors": r.recovery_errors,
-            "crc_errors": r.crc_errors,
-        }
-        for r in _all_link_rows(node, snapshot)
-    ]
-    return {
-        "hostname": node.hostname,
-        "backend": node.backend,
-        "timestamp": snapshot.timestamp if snapshot is not None else None,
-        "discovered": topo is not None,
-        "gpus": gpus,
-        "matrix": [[matrix.cell(a, b).code for b in gpus] for a in gpus],
-        "pairs": pairs,
-        "legend": [{"code": c, "meaning": w} for c, w in legend_for(matrix)],
-        "locality": locality,
-        "pcie": pcie,
-        "links": links,
-    }
-
-
 __all__ = [
     "LEGEND",
     "Cell",
     "LinkRow",
     "Matrix",
+    "all_link_rows",
     "build_matrix",
     "legend_for",
     "legend_key",
@@ -641,6 +560,7 @@ __all__ = [
     "link_kind_text",
     "link_rows",
     "link_summary",
+    "locality_text",
+    "pcie_text",
     "render_text",
-    "topology_dict",
 ]

@@ -4,8 +4,10 @@ It speaks the worker's JSON-lines protocol and behaves as the CUDA runtime does 
 depends on it, each behaviour with its evidence beside it. Its environment steers it:
 ``FAKE_MODE`` (``ok``, ``crash``, ``garbage``, ``notorch``, ``hang``, ``wrong_gpu``),
 ``FAKE_VALUE_cuda_N`` (the value every result of ``cuda:N`` reports), ``FAKE_SLEEP`` (seconds
-per test), ``FAKE_ARGV`` (a file that gets one JSON line per start: argv and the visibility and
-TF32 override variables it saw), ``FAKE_PIDFILE`` (``hang``: where it writes its pid).
+per test), ``FAKE_SKIP`` / ``FAKE_RETRY`` (tests skipped / retried once smaller before their
+result, comma-separated), ``FAKE_ARGV`` (a file that gets one JSON line per start: argv and the
+visibility and TF32 override variables it saw), ``FAKE_PIDFILE`` (``hang``: where it writes its
+pid).
 """
 
 from __future__ import annotations
@@ -62,7 +64,15 @@ FAKE = textwrap.dedent(
             fh.write(str(os.getpid()))
         time.sleep(60)
     value = float(os.environ.get("FAKE_VALUE_" + device.replace(":", "_"), "100"))
+    skip = os.environ.get("FAKE_SKIP", "").split(",")
+    retry = os.environ.get("FAKE_RETRY", "").split(",")
     for t in tests:
+        if t in skip:
+            out(type="skipped", test=t, reason="not on this fake device")
+            continue
+        if t in retry:
+            out(type="retry", test=t, reason="out of memory", size=1 << 20, attempt=1,
+                text="1 MiB")
         out(type="progress", test=t, fraction=1.0, text="")
         time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
         unit = "TFLOPS" if t.startswith("matmul") else "GB/s"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import socket
 import threading
 import time
@@ -22,12 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gputui.backends.base import OpenProgress
+from gputui.codec import to_json
 from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, KernelLogReader, Seams, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.exitcodes import EXIT_FAILED
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
+from gputui.health.check_output import check_output
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
 from gputui.health.verdict import CheckResult, evaluate
 from gputui.model import Finding, GpuEvent, Snapshot
@@ -534,7 +535,7 @@ def _emit(result: CheckResult, *, as_json: bool, out: TextIO | None, quiet: bool
     if quiet:
         emit(result.headline(), out)
     else:
-        emit(json.dumps(result.to_dict(), indent=2) if as_json else render_check(result), out)
+        emit(to_json(check_output(result), indent=2) if as_json else render_check(result), out)
     return result.exit_code
 
 

@@ -10,7 +10,6 @@ GPU node is found.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -160,15 +159,16 @@ def run(options: FleetOptions) -> int:
 
 
 def _run_json(source: FleetSource) -> int:
+    from gputui.codec import to_json
     from gputui.fleet.client import PrometheusError
-    from gputui.fleet.model import fleet_json
+    from gputui.fleet.output import fleet_output
 
     try:
         fleet = source.refresh()
     except PrometheusError as exc:
         error(f"gputui fleet: {exc}")
         return EXIT_FAILED
-    emit(json.dumps(fleet_json(fleet), indent=2))
+    emit(to_json(fleet_output(fleet), indent=2, nan_as_null=True))
     if not fleet.nodes:
         where = f" matching {{{source.match}}}" if source.match else ""
         only = f" and --node {source.node_filter.pattern!r}" if source.node_filter else ""

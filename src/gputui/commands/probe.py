@@ -7,7 +7,6 @@ exits 2 and says why. The CPU is probed only when asked (``--cpu``), and that ru
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -186,7 +185,10 @@ def _report(report: ProbeReport, as_json: bool, shown: Sequence[str] = ()) -> in
     from gputui.probe.report import CPU_RUN, render_table
 
     if as_json:
-        emit(json.dumps(report.to_dict(), indent=2))
+        from gputui.codec import to_json
+        from gputui.probe.output import probe_output
+
+        emit(to_json(probe_output(report), indent=2))
         return report.exit_code
     for line in report.refused + report.errors:
         error(f"gputui probe: {line}")

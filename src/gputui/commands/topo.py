@@ -4,7 +4,6 @@ state, as text or JSON."""
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,7 +47,7 @@ def options(args: argparse.Namespace, common: Common) -> TopoOptions:
 
 def run(options: TopoOptions) -> int:
     """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
-    from gputui.topology import render_text, topology_dict
+    from gputui.topology import render_text
 
     session = open_or_report(options.spec, seed=options.seed, interval=SETTLE_S)
     if session is None:
@@ -60,7 +59,10 @@ def run(options: TopoOptions) -> int:
             error(f"gputui topo: cannot replay: {exc}")
             return EXIT_USAGE
     if options.as_json:
-        emit(json.dumps(topology_dict(snapshot.node, snapshot), indent=2))
+        from gputui.codec import to_json
+        from gputui.topology_output import topology_output
+
+        emit(to_json(topology_output(snapshot.node, snapshot), indent=2))
     else:
         emit(render_text(snapshot.node, snapshot))
     if snapshot.stall is not None:  # the wiring is known, the link state is not

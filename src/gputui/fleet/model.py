@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 Health = Literal["ok", "warn", "fail", "unknown"]
 """``unknown``: the node has gone silent (its scrape fails, or its series are stale or gone), so
@@ -189,83 +189,6 @@ class Fleet:
         return None
 
 
-# -- JSON ------------------------------------------------------------------------------------------
-
-
-def _clean(value: float | None) -> float | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
-
-
-def gpu_json(gpu: FleetGpu) -> dict[str, Any]:
-    return {
-        "index": gpu.index,
-        "uuid": gpu.uuid,
-        "name": gpu.name,
-        "pci_bus_id": gpu.pci_bus_id,
-        "util_pct": _clean(gpu.util_pct),
-        "memory_util_pct": _clean(gpu.memory_util_pct),
-        "memory_used_bytes": gpu.memory_used_bytes,
-        "memory_total_bytes": gpu.memory_total_bytes,
-        "power_w": _clean(gpu.power_w),
-        "power_limit_w": _clean(gpu.power_limit_w),
-        "temperature_c": _clean(gpu.temperature_c),
-        "temperature_memory_c": _clean(gpu.temperature_memory_c),
-        "temperature_hotspot_c": _clean(gpu.temperature_hotspot_c),
-        "clock_sm_mhz": _clean(gpu.clock_sm_mhz),
-        "clock_memory_mhz": _clean(gpu.clock_memory_mhz),
-        "xid": gpu.xid,
-        "lost": gpu.lost,
-        "health": gpu.health,
-        "reasons": list(gpu.reasons),
-    }
-
-
-def node_json(node: FleetNode, now: float) -> dict[str, Any]:
-    age = node.age(now)
-    return {
-        "instance": node.instance,
-        "hostname": node.hostname,
-        "job": node.job,
-        "source": node.source,
-        "health": node.health,
-        "reasons": list(node.reasons),
-        "up": node.up,
-        "silent": node.silent,
-        "last_seen": node.last_seen,
-        "last_seen_age_s": None if age is None else round(age, 3),
-        "driver_version": node.driver_version,
-        "gpu_count": node.gpu_count,
-        "models": node.models,
-        "util_mean_pct": _clean(node.util_mean_pct),
-        "util_max_pct": _clean(node.util_max_pct),
-        "memory_used_bytes": node.memory_used_bytes,
-        "memory_total_bytes": node.memory_total_bytes,
-        "power_w": _clean(node.power_w),
-        "temperature_max_c": _clean(node.temperature_max_c),
-        "findings": [
-            {"rule": f.rule, "severity": f.severity, "gpu": f.gpu, "count": f.count}
-            for f in node.findings
-        ],
-        "gpus": [gpu_json(g) for g in node.gpus],
-    }
-
-
-def fleet_json(fleet: Fleet) -> dict[str, Any]:
-    """The ``gputui fleet --json`` object."""
-    counts = fleet.counts()
-    return {
-        "prometheus": fleet.url,
-        "time": fleet.time,
-        "match": fleet.match or None,
-        "node_filter": fleet.node_filter,
-        "health": fleet.health if fleet.nodes else "unknown",
-        "summary": {"nodes": len(fleet.nodes), "gpus": fleet.gpu_count, **counts},
-        "nodes": [node_json(n, fleet.time) for n in fleet.nodes],
-    }
-
-
 __all__ = [
     "HEALTH_ORDER",
     "HEALTH_SYMBOLS",
@@ -274,9 +197,6 @@ __all__ = [
     "FleetGpu",
     "FleetNode",
     "Health",
-    "fleet_json",
-    "gpu_json",
     "health_text",
-    "node_json",
     "worst_health",
 ]

@@ -1,8 +1,8 @@
 """A check's verdict: the findings on the judged GPUs, graded into healthy / warnings / failed.
 
 :func:`evaluate` turns the last snapshot of a check (its findings, judged by the health monitor)
-and the GPU selection into a :class:`CheckResult`, whose :meth:`~CheckResult.to_dict` is the
-``--json`` output (``docs/check-json.md``) and whose ``exit_code`` is the command's status.
+and the GPU selection into a :class:`CheckResult`, whose ``exit_code`` is the command's status
+(its ``--json`` form, ``docs/check-json.md``: :mod:`gputui.health.check_output`).
 
 On a GPU in MIG mode the check names the MIG instances: each GPU's status lists its instances
 (``GpuStatus.mig``: profile, ids, memory, the PIDs in it), and a finding about processes in MIG
@@ -14,16 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from gputui.codec import encode
 from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
 from gputui.format import fmt_bytes_pair, fmt_pct
 from gputui.health import hints
 from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
 from gputui.health.rules import RULES
 from gputui.mig import describe_processes, finding_instances, mig_profile, mig_views
-from gputui.model import SCHEMA_VERSION, Finding, GpuEvent, NodeInfo, Snapshot
+from gputui.model import Finding, GpuEvent, NodeInfo, Snapshot
 from gputui.selection import Selection
 
 CHECK_RULES: dict[str, str] = {
@@ -61,19 +60,6 @@ class MigStatus:
     @property
     def label(self) -> str:
         return f"{self.profile} GI {self.gpu_instance_id} CI {self.compute_instance_id}"
-
-    def to_dict(self, *, memory: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "uuid": self.uuid,
-            "profile": self.profile,
-            "gpu_instance_id": self.gpu_instance_id,
-            "compute_instance_id": self.compute_instance_id,
-        }
-        if memory:
-            out["memory_used_bytes"] = self.memory_used_bytes
-            out["memory_total_bytes"] = self.memory_total_bytes
-        out["pids"] = list(self.pids)
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,36 +138,6 @@ class CheckResult:
         if first is not None:  # the first line alone makes a useful drain reason
             line += f" · {_where(first)}{first.message}"[:200]
         return line
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "strict": self.strict,
-            "hostname": self.hostname,
-            "backend": self.backend,
-            "checked_gpus": list(self.checked_gpus),
-            "findings": [self._finding_dict(f) for f in self.findings],
-            "gpus": [_gpu_dict(g) for g in self.gpus],
-            "not_checked": list(self.not_checked),
-            "notes": list(self.notes),
-            "duration_s": round(self.duration_s, 3),
-            "schema_version": SCHEMA_VERSION,
-        }
-
-    def _finding_dict(self, finding: Finding) -> dict[str, Any]:
-        out: dict[str, Any] = encode(finding)
-        instances = self.mig_of(finding)
-        if instances:
-            out["mig_devices"] = [m.to_dict(memory=False) for m in instances]
-        return out
-
-
-def _gpu_dict(g: GpuStatus) -> dict[str, Any]:
-    out: dict[str, Any] = {"index": g.index, "name": g.name, "uuid": g.uuid, "status": g.status}
-    if g.mig:
-        out["mig_devices"] = [m.to_dict() for m in g.mig]
-    return out
 
 
 def _where(finding: Finding) -> str:

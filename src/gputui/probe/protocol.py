@@ -3,8 +3,10 @@
 The worker writes one JSON object per line on stdout. Every object has a ``type`` field naming
 its kind; the other fields depend on the kind (see the dataclasses below). Both sides handle the
 dataclasses only: :func:`encode` turns one into a line, :func:`decode` checks a line and returns
-the dataclass (or raises :class:`ProtocolError` saying what is wrong with it). This module does
-not import torch, so the runner and the TUI can use it without the probe's dependencies.
+the dataclass (or raises :class:`ProtocolError` saying what is wrong with it). The field types are
+the dataclasses' own, checked by :mod:`gputui.codec`; this module adds what the types cannot say
+(known test ids and device kinds, ranges, finite numbers). It does not import torch, so the
+runner and the TUI can use it without the probe's dependencies.
 
 A run always starts with ``hello`` and ends with ``done`` (unless the process was killed). The
 ``hello`` names the device the worker opened (its UUID and PCI bus id as the runtime reports
@@ -16,9 +18,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
+
+from gputui import codec
+from gputui.codec import CodecError
 
 PROTOCOL_VERSION = 2
 """2: ``hello`` carries ``uuid`` and ``pci_bus_id`` (optional, so a version-1 line still reads)."""
@@ -43,8 +47,8 @@ DEVICE_KINDS: tuple[str, ...] = ("cuda", "rocm", "cpu")
 CANCELLED = "cancelled"
 """The ``message`` of the :class:`Error` a worker sends when it was cancelled."""
 
-JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object (a message's ``details``: plain JSON values under string keys)."""
 
 
 class ProtocolError(ValueError):
@@ -137,81 +141,45 @@ MESSAGE_TYPES: dict[str, type[ProbeMessage]] = {
     cls.type: cls for cls in (Hello, Progress, Result, Retry, Skipped, Error, Done)
 }
 
-_NUMBER = (int, float)
-_OPT_INT = (int, type(None))
-_OPT_STR = (str, type(None))
-
-# The JSON types each field accepts (bool is never a number). Fields without a default in the
-# dataclass are required; the others may be left out of a line.
-_FIELD_TYPES: dict[type[ProbeMessage], dict[str, tuple[type, ...]]] = {
-    Hello: {
-        "worker_version": (str,),
-        "torch_version": (str,),
-        "device_kind": (str,),
-        "device_name": (str,),
-        "device_index": _OPT_INT,
-        "total_memory": _OPT_INT,
-        "free_memory": _OPT_INT,
-        "tests": (list,),
-        "uuid": _OPT_STR,
-        "pci_bus_id": _OPT_STR,
-        "protocol": (int,),
-    },
-    Progress: {"test": (str,), "fraction": _NUMBER, "text": (str,)},
-    Result: {
-        "test": (str,),
-        "value": _NUMBER,
-        "unit": (str,),
-        "method": (str,),
-        "details": (dict,),
-        "iterations": (int,),
-        "seconds": _NUMBER,
-    },
-    Retry: {"test": (str,), "reason": (str,), "size": (int,), "attempt": (int,), "text": (str,)},
-    Skipped: {"test": (str,), "reason": (str,)},
-    Error: {"test": _OPT_STR, "message": (str,)},
-    Done: {"seconds": _NUMBER, "cancelled": (bool,)},
+_ALWAYS_REQUIRED: dict[type[ProbeMessage], tuple[str, ...]] = {
+    Progress: ("text",),
+    Result: ("details", "iterations", "seconds"),
 }
-# Fields the dataclass annotates as float: a JSON integer there becomes a float.
-_FLOAT_FIELDS = frozenset({"fraction", "value", "seconds"})
-# Fields that the line must carry even where the dataclass has a default (the historic schema).
-_ALWAYS_REQUIRED: dict[type[ProbeMessage], frozenset[str]] = {
-    Progress: frozenset({"text"}),
-    Result: frozenset({"details", "iterations", "seconds"}),
-}
-
-
-def _required(cls: type[ProbeMessage]) -> frozenset[str]:
-    no_default = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-    return frozenset(no_default) | _ALWAYS_REQUIRED.get(cls, frozenset())
-
-
-def _check_field(kind: str, name: str, value: object, types: tuple[type, ...]) -> None:
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        raise ProtocolError(f"{kind}: field {name!r} has the wrong type ({value!r})")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ProtocolError(f"{kind}: field {name!r} is not finite")
+"""Fields a line must carry even where the dataclass has a default (the historic schema)."""
+_ITEMS = {"tests": "test ids"}
+"""What the list fields of the protocol hold, in words."""
+_TYPES = frozenset(MESSAGE_TYPES.values())
 
 
 def _check_meaning(msg: ProbeMessage) -> None:
-    """Rules beyond the field types: known test ids and device kinds, ranges."""
+    """Rules beyond the field types (the codec checks those): finite numbers, known test ids and
+    device kinds, ranges."""
     kind = msg.type
+    for f in dataclasses.fields(msg):
+        value = getattr(msg, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ProtocolError(f"{kind}: field {f.name!r} is not finite")
     test = None if isinstance(msg, Hello | Done) else msg.test
     if test is not None and test not in TEST_IDS and test != WARMUP:
         raise ProtocolError(f"{kind}: unknown test id {test!r}")
     match msg:
         case Hello(device_kind=device_kind) if device_kind not in DEVICE_KINDS:
             raise ProtocolError(f"hello: unknown device kind {device_kind!r}")
-        case Hello(tests=tests) if not all(isinstance(t, str) for t in tests):
-            raise ProtocolError("hello: field 'tests' must be a list of test ids")
         case Progress(fraction=fraction) if not 0.0 <= fraction <= 1.0:
             raise ProtocolError(f"progress: fraction out of range ({fraction!r})")
         case Retry(size=size) if size <= 0:
             raise ProtocolError("retry: size must be positive")
+
+
+def _protocol_error(kind: str, exc: CodecError) -> ProtocolError:
+    """The codec's complaint about a line of ``kind``, in the protocol's words."""
+    if not exc.path:  # missing field 'unit'
+        return ProtocolError(f"{kind}: {exc.reason}")
+    name = exc.path.split(".")[0].split("[")[0]
+    if name != exc.path:  # a list item: "tests[0]: expected a string, got an integer"
+        items = _ITEMS.get(name, "values")
+        return ProtocolError(f"{kind}: field {name!r} must be a list of {items} ({exc})")
+    return ProtocolError(f"{kind}: field {name!r} has the wrong type ({exc.reason})")
 
 
 def parse_object(obj: object) -> ProbeMessage:
@@ -224,50 +192,36 @@ def parse_object(obj: object) -> ProbeMessage:
     cls = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ProtocolError(f"unknown message type: {kind!r}")
-    kind = cls.type
-    types = _FIELD_TYPES[cls]
-    for name in sorted(_required(cls), key=list(types).index):
+    try:
+        msg = codec.decode(cls, obj)
+    except CodecError as exc:
+        raise _protocol_error(cls.type, exc) from None
+    for name in _ALWAYS_REQUIRED.get(cls, ()):
         if name not in obj:
-            raise ProtocolError(f"{kind}: missing field {name!r}")
-    values: dict[str, Any] = {}  # each value checked against its field's type below
-    for name, accepted in types.items():
-        if name not in obj:
-            continue
-        value = obj[name]
-        _check_field(kind, name, value, accepted)
-        values[name] = float(value) if name in _FLOAT_FIELDS else value
-    msg = cls(**values)
+            raise ProtocolError(f"{cls.type}: missing field {name!r}")
     _check_meaning(msg)
     return msg
 
 
 def to_dict(msg: ProbeMessage) -> JsonObject:
     """A message as the JSON object that goes on the wire (fields in order, ``type`` last)."""
-    if type(msg) not in _FIELD_TYPES:
+    if type(msg) not in _TYPES:
         raise TypeError(f"not a probe message: {msg!r}")
-    out: JsonObject = {f.name: _copy_json(getattr(msg, f.name)) for f in dataclasses.fields(msg)}
+    out: JsonObject = codec.encode(msg)
     out["type"] = msg.type
     return out
 
 
-def _copy_json(value: object) -> JsonValue:
-    if isinstance(value, Mapping):
-        return {str(k): _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy_json(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    raise ProtocolError(f"not a JSON value: {value!r}")
-
-
 def encode(msg: ProbeMessage) -> str:
-    """One message as one JSON line (no trailing newline). Validates before encoding."""
+    """One message as one JSON line (no trailing newline), checked as the reader will check it
+    (a ``str`` subclass such as torch's version string is written as the string it is)."""
     obj = to_dict(msg)
-    parse_object(obj)
     try:
-        return json.dumps(obj, separators=(",", ":"), allow_nan=False, sort_keys=False)
-    except ValueError as exc:  # NaN or infinity hidden in details
+        line = json.dumps(obj, separators=(",", ":"), allow_nan=False, sort_keys=False)
+    except (ValueError, TypeError) as exc:  # NaN, infinity or a value JSON does not have
         raise ProtocolError(str(exc)) from exc
+    parse_object(json.loads(line))
+    return line
 
 
 def decode(line: str | bytes) -> ProbeMessage:

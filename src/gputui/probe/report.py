@@ -1,9 +1,9 @@
 """Judging what the workers measured and reporting it: ``gputui probe`` and ``check --probe``.
 
 Each result is compared with the spec of the GPU it ran on (:mod:`gputui.specs`) through the
-rules in :mod:`gputui.probe.verdict`; :class:`ProbeReport` holds the outcome with its exit code
-and JSON form, :func:`render_table` its text form, :func:`progress_printer` the live progress
-lines.
+rules in :mod:`gputui.probe.verdict`; :class:`ProbeReport` holds the outcome with its exit code,
+:func:`render_table` its text form (its JSON form: :mod:`gputui.probe.output`),
+:func:`progress_printer` the live progress lines.
 """
 
 from __future__ import annotations
@@ -11,26 +11,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gputui.format import sanitize
 from gputui.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
 from gputui.probe.pairs import PairSpec, pair_spec
-from gputui.probe.protocol import (
-    Error,
-    Hello,
-    JsonObject,
-    ProbeMessage,
-    Result,
-    Retry,
-    Skipped,
-)
+from gputui.probe.protocol import Error, Hello, ProbeMessage, Result, Retry, Skipped
 from gputui.probe.runs import EventCallback, GpuRun
 from gputui.probe.specref import SpecRef, host_link_spec, spec_for
 from gputui.probe.verdict import Judged
 from gputui.specs import SpecMatch
 from gputui.specs.expected import C2C_EXPECTED, expected_for
+
+if TYPE_CHECKING:
+    from gputui.probe.output import SpecSummary
 
 EXIT_OK, EXIT_LOW, EXIT_CANNOT = 0, 1, 2
 
@@ -222,46 +217,6 @@ def render_table(judged: Sequence[Judged]) -> str:
     return "\n".join(lines)
 
 
-def spec_summary(info: GpuInfo) -> JsonObject | None:
-    """The spec row a GPU was matched to and how (for the JSON report), or None; for a GPU in
-    MIG mode also the slice it is judged as and the shares its peaks were scaled by."""
-    ref = spec_for(info)
-    match = ref.match
-    if match is None:
-        return None
-    out: JsonObject = {
-        "model": match.spec.model,
-        "how": match.how,
-        "scale": match.scale,
-        "note": match.note,
-        "source": match.spec.source,
-        "form_factor": match.spec.form_factor,
-    }
-    if ref.mig is not None:
-        out["mig_uuid"] = ref.mig.uuid
-        out["mig_compute_share"] = ref.compute_share
-        out["mig_memory_share"] = ref.memory_share
-    return out
-
-
-def _run_dict(run: GpuRun, spec: JsonObject | None) -> JsonObject:
-    hello: Hello | None = run.hello
-    return {
-        "label": run.target.label,
-        "device": run.target.device,
-        "device_name": hello.device_name if hello is not None else None,
-        "device_uuid": hello.uuid if hello is not None else None,
-        "device_pci_bus_id": hello.pci_bus_id if hello is not None else None,
-        "torch_version": hello.torch_version if hello is not None else None,
-        "skipped": [{"test": s.test, "reason": s.reason} for s in run.skipped],
-        "retries": [{"test": s.test, "reason": s.reason, "size": s.size} for s in run.retries],
-        "errors": [*run.errors],
-        "notes": [*run.notes],
-        "cancelled": run.cancelled,
-        "spec": spec,
-    }
-
-
 @dataclass
 class ProbeReport:
     """The outcome of ``gputui probe`` / ``check --probe``."""
@@ -272,7 +227,7 @@ class ProbeReport:
     notes: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    specs: dict[int, JsonObject | None] = field(default_factory=dict)
+    specs: dict[int, SpecSummary | None] = field(default_factory=dict)
     no_torch: bool = False
     cancelled: bool = False
 
@@ -290,24 +245,6 @@ class ProbeReport:
             n = len(self.judged)
             return [f"{CPU_RUN}: {n} result{'s' if n != 1 else ''}, values only, no spec."]
         return V.summary_lines(self.judged)
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "mode": self.mode,
-            "cpu_run": self.mode == "cpu",
-            "verdict": V.worst(self.judged),
-            "exit_code": self.exit_code,
-            "results": [j.to_dict() for j in self.judged],
-            "gpus": {
-                str(k): _run_dict(r, self.specs.get(k) if k is not None else None)
-                for k, r in self.runs.items()
-            },
-            "summary": [*self.summary()],
-            "notes": [*self.notes],
-            "refused": [*self.refused],
-            "errors": [*self.errors],
-            "expected_source": V.EXPECTED_SOURCE,
-        }
 
 
 def progress_printer(stream: TextIO) -> EventCallback:

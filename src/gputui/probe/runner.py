@@ -50,6 +50,7 @@ from gputui.probe.devices import (
     peer_index,
     plan_devices,
 )
+from gputui.probe.output import spec_summary
 from gputui.probe.protocol import (
     TEST_IDS,
     Done,
@@ -69,7 +70,6 @@ from gputui.probe.report import (
     judge_runs,
     progress_printer,
     render_table,
-    spec_summary,
 )
 from gputui.probe.runs import NO_TORCH, EventCallback, GpuRun, Measurement, Target
 from gputui.probe.specref import spec_for

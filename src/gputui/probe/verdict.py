@@ -33,7 +33,6 @@ from gputui.specs.expected import Expected, expected_for, family_of
 
 if TYPE_CHECKING:
     from gputui.model import GpuSample
-    from gputui.probe.protocol import JsonObject
 
 OK, WARN, LOW, NA = "OK", "WARN", "LOW", "n/a"
 
@@ -149,18 +148,6 @@ class Telemetry:
     pcie_gen: int | None = None  # highest seen (links down-train at idle)
     pcie_width: int | None = None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "samples": self.samples,
-            "sm_clock_mhz": self.sm_clock_mhz,
-            "power_w": self.power_w,
-            "temperature_c": self.temperature_c,
-            "power_limit_w": self.power_limit_w,
-            "throttle_reasons": [*self.throttle_reasons],
-            "pcie_gen": self.pcie_gen,
-            "pcie_width": self.pcie_width,
-        }
-
 
 def _median(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
@@ -274,32 +261,6 @@ class Judged:
     def pct_of_expected(self) -> float | None:
         pct = self.pct_of_spec
         return None if pct is None or not self.expected else pct / self.expected
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "gpu": self.gpu,
-            "label": self.label,
-            "test": self.test,
-            "value": self.value,
-            "unit": self.unit,
-            "method": self.method,
-            "spec": self.spec,
-            "spec_source": self.spec_source,
-            "pct_of_spec": _round(self.pct_of_spec),
-            "expected_pct": _round(None if self.expected is None else 100 * self.expected),
-            "verdict": self.verdict,
-            "reasons": [*self.reasons],
-            "sibling_gap_pct": _round(None if self.sibling_gap is None else 100 * self.sibling_gap),
-            "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
-            "peer": self.peer,
-            "judgement": self.judgement,
-            "expected_assumed": self.expected_assumed,
-            "expected_scope": self.expected_scope or None,
-        }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 def verdict_for(value: float, spec: float | None, expected: float | None) -> str:
