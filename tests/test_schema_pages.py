@@ -128,3 +128,24 @@ def test_the_snapshot_page(capsys: pytest.CaptureFixture[str]) -> None:
     assert with_events.events
     runs += [json.loads(snapshot_to_json(s, indent=2)) for s in (stalled, with_events)]
     assert_page_matches("snapshot-schema.md", runs, Snapshot)
+
+
+def test_the_config_page(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The defaults, then a config file, an environment variable and an option together."""
+    config = tmp_path / "config.toml"
+    config.write_text('interval = 2.0\n[keymap]\nhealth = "f2"\n', encoding="utf-8")
+    monkeypatch.setenv("GPUTUI_GPU_HOUR_PRICE", "2.5")
+    runs = [
+        run_cli(capsys, "config", "--json", "--config", str(tmp_path / "none.toml")),
+        run_cli(capsys, "--theme", "textual-light", "config", "--json", "--config", str(config)),
+    ]
+    paths, maps = documented("config-schema.md")
+    written: set[str] = set()
+    for data in runs:  # keymap's value: binding id -> keys, keyed by data
+        written |= emitted(data, {*maps, "settings.*.value"})
+    assert differences(paths, written) == {}
+    sources = {name: s["source"] for name, s in runs[1]["settings"].items()}
+    assert sources["interval"] == str(config) and sources["theme"] == "command line"
+    assert sources["gpu_hour_price"] == "env GPUTUI_GPU_HOUR_PRICE"
