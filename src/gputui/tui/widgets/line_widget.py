@@ -271,7 +271,6 @@ class LineWidget(Widget):
     ) -> None:
         # Set before Widget.__init__, which may already call notify_style_update().
         self._style_cache: dict[str, Style] = {}
-        self._plain_box: bool | None = None
         self._background: Color | None = None
         self._filters: tuple[LineFilter, ...] = ()
         self._palette: Widget | None = None
@@ -382,7 +381,7 @@ class LineWidget(Widget):
         if style is None:
             style = self.rich_style
             palette = self._find_palette() if cls else None
-            if palette is not None and cls in palette._component_styles:
+            if palette is not None and cls in palette.COMPONENT_CLASSES:
                 style = style + _blend(palette.get_component_styles(cls), self)
             # The app's line filters (ANSI colours to the theme's, dim blending) act on each
             # segment's style alone: applied here once per class, not to every repainted line.
@@ -447,26 +446,25 @@ class LineWidget(Widget):
         return strips
 
     def _draws_whole_box(self) -> bool:
-        plain = self._plain_box
-        if plain is None:
-            styles = self.styles
-            plain = self._plain_box = (
-                not any(edge for edge, _ in styles.border)
-                and not any(edge for edge, _ in styles.outline)
-                and not any(styles.padding)
-                and styles.tint.a == 0
-                and styles.text_opacity == 1.0
-                and not (styles.has_rule("hatch") and styles.hatch != "none")
-                and self._border_title is None
-                and self._border_subtitle is None
-            )
-        return plain and self.opacity == 1.0
+        """No border, outline, padding, tint, text opacity, hatch or opacity: the widget's lines
+        are its box. Asked on every render (inline styles change without a style update)."""
+        styles = self.styles
+        return (
+            not any(edge for edge, _ in styles.border)
+            and not any(edge for edge, _ in styles.outline)
+            and not any(styles.padding)
+            and styles.tint.a == 0
+            and styles.text_opacity == 1.0
+            and not (styles.has_rule("hatch") and styles.hatch != "none")
+            and self.border_title is None
+            and self.border_subtitle is None
+            and self.opacity == 1.0
+        )
 
     def notify_style_update(self) -> None:
         # Colours changed (theme, CSS): keep the content, re-style it on the next render.
         super().notify_style_update()
         self._style_cache.clear()
-        self._plain_box = None
         self._background = None
         self._strips = [None] * len(self._strips)
 
