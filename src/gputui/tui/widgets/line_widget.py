@@ -96,9 +96,18 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
     }
 )
 
-# One character per component class, so a line's styles compare as a string.
+# One character per piece class, so a line's styles compare as a string (classes a subclass
+# styles itself get theirs on first use).
 _CODES: dict[str, str] = {name: chr(0x41 + i) for i, name in enumerate(sorted(COMPONENT_CLASSES))}
 _CODES[""] = " "
+
+
+def _code(cls: str) -> str:
+    code = _CODES.get(cls)
+    if code is None:
+        code = _CODES[cls] = chr(0x100 + len(_CODES))
+    return code
+
 
 _CELLS: dict[str, int] = {}
 _CELLS_MAX = 8192
@@ -359,7 +368,7 @@ class LineWidget(Widget):
             fitted, text = fit_with_text(line, width)
             pieces.append(fitted)
             texts.append(text)
-            codes.append("".join(_CODES.get(cls, " ") * len(text) for text, cls in fitted))
+            codes.append("".join(_code(cls) * len(text) for text, cls in fitted))
             strips.append(None)
         self._raw = raw
         self._pieces = pieces
@@ -376,13 +385,22 @@ class LineWidget(Widget):
                 self._palette = None
         return self._palette
 
+    def class_style(self, cls: str) -> Style:
+        """The style of pieces of class ``cls``, before the app's line filters: the widget's own
+        style with the palette's component style blended over its background ("" and classes
+        the palette lacks: the widget's style). Subclasses that style their pieces themselves
+        override this; the result is cached per class until the styles or the theme change."""
+        style = self.rich_style
+        palette = self._find_palette() if cls else None
+        if palette is not None and cls in palette.COMPONENT_CLASSES:
+            background = self.background_colors[1]
+            style = style + component_style(palette.get_component_styles(cls), background)
+        return style
+
     def _style(self, cls: str) -> Style:
         style = self._style_cache.get(cls)
         if style is None:
-            style = self.rich_style
-            palette = self._find_palette() if cls else None
-            if palette is not None and cls in palette.COMPONENT_CLASSES:
-                style = style + _blend(palette.get_component_styles(cls), self)
+            style = self.class_style(cls)
             # The app's line filters (ANSI colours to the theme's, dim blending) act on each
             # segment's style alone: applied here once per class, not to every repainted line.
             for line_filter in self._filters:
@@ -413,7 +431,7 @@ class LineWidget(Widget):
         if self._built_size != (width, height):
             self._set_content(width, height)
         if y >= len(self._strips):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         strip = self._strips[y]
         if strip is None:
             style = self._style
@@ -481,9 +499,8 @@ class LineWidget(Widget):
         self.rebuild()
 
 
-def _blend(styles: RenderStyles, widget: Widget) -> Style:
-    """A component's colours over ``widget``'s background (alpha blended), plus its text style."""
-    _, background = widget.background_colors
+def component_style(styles: RenderStyles, background: Color) -> Style:
+    """A component's colours over ``background`` (alpha blended), plus its text style."""
     bgcolor = None
     if styles.has_rule("background") and styles.background.a > 0:
         background = background + styles.background
@@ -542,6 +559,7 @@ __all__ = [
     "Piece",
     "cells",
     "changed_spans",
+    "component_style",
     "fit",
     "line_width",
 ]
