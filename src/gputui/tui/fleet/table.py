@@ -174,8 +174,8 @@ class KeyedTable(VirtualTable[T]):
 
     def table_layout(self, width: int, scrollbar: bool) -> TableLayout[T]:
         """Every column (less the narrow ones below the narrow width), each as wide as its
-        widest text among all the items (so filtering does not move the columns) and its
-        header with two cells for the sort arrow."""
+        widest text among all the items (so filtering does not move the columns), its header
+        with two cells for the sort arrow, and its ``min_width``."""
         columns = self.all_columns
         if self._narrow is not None and width < self._narrow[0]:
             columns = tuple(c for c in columns if c.key not in self._narrow[1])
@@ -184,6 +184,7 @@ class KeyedTable(VirtualTable[T]):
         if widths is None:
             widths = self._widths[keys] = tuple(
                 max(
+                    c.min_width,
                     cells(self.header_text(c, " ")),
                     max((cells(c.render(item)) for item in self._items), default=0),
                 )

@@ -69,6 +69,8 @@ def _lower(value: str | None) -> str | None:
 # --- columns --------------------------------------------------------------------------------------
 
 Column = ColumnSpec[ProcessSample]
+MIN_COMMAND_WIDTH = 24
+"""The JOB / POD column is shown only when COMMAND keeps at least this many cells."""
 
 
 def process_columns(now: Callable[[], float]) -> tuple[Column, ...]:
@@ -106,7 +108,7 @@ def process_columns(now: Callable[[], float]) -> tuple[Column, ...]:
         Column(
             "command", "COMMAND",
             lambda p: command_text(p.command, p.name, p.container_id, short=True),
-            lambda p: _lower(p.command or p.name),
+            lambda p: _lower(p.command or p.name), min_width=MIN_COMMAND_WIDTH,
         ),
     )  # fmt: skip
 
@@ -128,8 +130,6 @@ WORKLOAD_COLUMN = Column(
     "left",
     WORKLOAD_WIDTH,
 )
-MIN_COMMAND_WIDTH = 24
-"""The JOB / POD column is shown only when COMMAND keeps at least this many cells."""
 MIG_GPU_WIDTH = 6
 """The GPU column's width while a process runs in a MIG instance (``15·g13`` fits)."""
 NARROW_WIDTH = 100
@@ -346,7 +346,7 @@ class ProcessTable(VirtualTable[ProcessSample]):
             shown = (*base[:-1], WORKLOAD_COLUMN, base[-1])
             for leave_out in ((), ("type",), ("type", "rss"))[: 1 if narrow else 3]:
                 candidate = tuple(c for c in shown if c.key not in leave_out)
-                if rest_of(candidate) >= MIN_COMMAND_WIDTH:
+                if rest_of(candidate) >= candidate[-1].min_width:  # COMMAND's
                     columns = candidate
                     break
             extra = WIDE_WORKLOAD_WIDTH - WORKLOAD_WIDTH

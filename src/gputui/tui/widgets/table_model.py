@@ -29,6 +29,8 @@ class ColumnSpec(Generic[T]):
     """Cells the column takes; 0: as wide as its widest text, or the rest of the line (the
     table's layout decides)."""
     min_width: int = 0
+    """Cells the column keeps at least (a column that takes the rest of the line, or one as
+    wide as its texts)."""
     default_reverse: bool = False
     """Direction when first chosen: big numbers and bad health first, names A→Z."""
     style: Callable[[T], str] | None = None
