@@ -445,8 +445,9 @@ class LineWidget(Widget):
         """The lines of ``crop``, straight from :meth:`render_line` when the widget draws its
         whole box itself (no border, padding, outline, tint or transparency: every LineWidget
         in gputui's CSS). Textual's general path re-wraps each line of each repaint in a new
-        Strip, walks the style rules and crops again: two thirds of a refresh's CPU on the
-        dashboard. The app's line filters are already in the styles (see :meth:`_style`)."""
+        Strip, walks the style rules and crops again (up to a third more CPU per dashboard
+        refresh: docs/architecture.md). The app's line filters are already in the styles (see
+        :meth:`_style`). tests/test_tui_render_paths.py holds this path to Textual's own."""
         if not self._draws_whole_box():
             return super().render_lines(crop)
         self._check_filters()
