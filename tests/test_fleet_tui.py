@@ -88,7 +88,7 @@ async def test_nodes_are_listed_worst_first_and_sort_by_any_column() -> None:
         table = app.fleet_screen.nodes
         healths = [n.health for n in table.visible_items]
         assert healths == ["fail", "fail", "unknown", "unknown", "warn", "ok", "ok"]
-        assert table.data_table.row_count == 7
+        assert table.row_count == 7
         table.sort_by("host")
         await pilot.pause()
         hosts = [n.hostname for n in table.visible_items]
@@ -231,8 +231,8 @@ def shown_texts(screen: object) -> list[str]:
     for table_name in ("nodes", "gpus"):
         table = getattr(screen, table_name, None)
         if table is not None:
-            data = table.data_table
-            texts += [cell.plain for row in range(data.row_count) for cell in data.get_row_at(row)]
+            texts += [table.cell_text(k, c) for k in table.row_keys for c in table.column_keys]
+            texts += table.plain_lines
     charts = getattr(screen, "charts", None)
     if charts is not None:
         texts += charts.plain_lines
@@ -271,7 +271,7 @@ def seen_column(app: FleetApp) -> dict[str, str]:
     """The SEEN cell of each healthy node, by hostname."""
     table = app.fleet_screen.nodes
     return {
-        n.hostname: table.data_table.get_cell(n.instance, "seen").plain
+        n.hostname: table.cell_text(n.instance, "seen")
         for n in table.visible_items
         if n.health == "ok"
     }

@@ -12,22 +12,31 @@ that differs, a combined reset-and-set when attributes differ. A one-digit chang
 ten bytes. :class:`~gputui.tui.widgets.line_widget.LineWidget` panels rely on it to repaint a few
 cells per changed value instead of whole lines.
 
-It is installed per screen (``DashboardScreen``), not patched into Textual globally, and
-:func:`install` leaves a screen alone if the private API it builds on has changed shape.
+It is installed per screen (``DashboardScreen``, ``TopologyScreen``), not patched into Textual
+globally. It builds on Textual's private ``textual._compositor`` (pinned exactly in
+pyproject.toml), so it checks that API twice: :func:`install` leaves a screen with the stock
+compositor if the classes or attributes it uses have changed shape, and the first partial update
+that fails anyway (an attribute gone, a constructor that takes other arguments) is drawn by
+Textual's own code, logged once, and the screen's compositor becomes the stock one for good.
+Either way the screen draws the same cells, only with more bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import inspect
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.color import ColorSystem
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual.strip import SGR_STYLES, Strip
 
 from gputui.format import one_cell_each
+
+log = logging.getLogger(__name__)
 
 # The terminal's rendition as (attributes, foreground, background) SGR parameter strings.
 _State = tuple[str, str, str]
@@ -38,8 +47,29 @@ _UNKNOWN: _State = ("?", "?", "?")
 class SpanChopsUpdate(ChopsUpdate):
     """A ChopsUpdate whose terminal output covers exactly the dirty spans, with minimal SGR."""
 
+    def __init__(
+        self,
+        chops: Sequence[Mapping[int, Strip | None]],
+        spans: list[tuple[int, int, int]],
+        chop_ends: list[list[int]],
+        compositor: SpanCompositor | None = None,
+    ) -> None:
+        super().__init__(chops, spans, chop_ends)
+        self.compositor = compositor
+        """Told when this update could not be drawn our way (it goes back to the stock one)."""
+
     def render_segments(self, console: Console) -> str:
-        color_system = console._color_system or ColorSystem.TRUECOLOR
+        try:
+            return self._render_spans(console)
+        except Exception as error:
+            if self.compositor is not None:
+                self.compositor.give_up(error)
+            else:
+                _warn_once(f"a partial update failed ({error!r})")
+            return super().render_segments(console)
+
+    def _render_spans(self, console: Console) -> str:
+        color_system = COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR)
         out: list[str] = []
         append = out.append
         state = _UNKNOWN  # whatever the terminal was left in: the first style is set in full
@@ -60,7 +90,7 @@ class SpanChopsUpdate(ChopsUpdate):
                 for text, style, _ in segments:
                     if not text:
                         continue
-                    if style is not None and style._link:
+                    if style is not None and style.link:
                         # Hyperlinks: Textual's own rendering, from a clean state.
                         if state != _DEFAULT:
                             append("\x1b[0m")
@@ -81,12 +111,11 @@ def _crop(strip: Strip, start: int, end: int) -> Iterable[Segment]:
     """The segments of cells ``start``..``end`` of ``strip``. Cut by string index when every
     character is one cell wide (no Strip is built: a Strip costs seven caches); else
     :meth:`Strip.crop`."""
-    segments = strip._segments
-    if not all(one_cell_each(segment.text) for segment in segments):
+    if not all(one_cell_each(segment.text) for segment in strip):
         return strip.crop(start, end)
     out: list[Segment] = []
     x = 0
-    for segment in segments:
+    for segment in strip:
         text = segment.text
         next_x = x + len(text)
         if next_x > start and x < end:
@@ -101,6 +130,11 @@ def _crop(strip: Strip, start: int, end: int) -> Iterable[Segment]:
 
 
 _STATE_CACHE: dict[tuple[Style, ColorSystem], _State] = {}
+_ATTRIBUTES = (
+    "bold", "dim", "italic", "underline", "blink", "blink2", "reverse", "conceal", "strike",
+    "underline2", "frame", "encircle", "overline",
+)  # fmt: skip
+"""Rich's text attributes in the order of their SGR codes (:data:`textual.strip.SGR_STYLES`)."""
 
 
 def _sgr_state(style: Style | None, color_system: ColorSystem) -> _State:
@@ -112,11 +146,10 @@ def _sgr_state(style: Style | None, color_system: ColorSystem) -> _State:
     if state is None:
         if len(_STATE_CACHE) > 4096:
             _STATE_CACHE.clear()
-        attributes = style._attributes & style._set_attributes
         attrs = ";".join(
-            SGR_STYLES[bit] for bit in range(attributes.bit_length()) if attributes & (1 << bit)
+            code for name, code in zip(_ATTRIBUTES, SGR_STYLES, strict=True) if getattr(style, name)
         )
-        color, bgcolor = style._color, style._bgcolor
+        color, bgcolor = style.color, style.bgcolor
         fg = ";".join(color.downgrade(color_system).get_ansi_codes()) if color else ""
         bg = ";".join(bgcolor.downgrade(color_system).get_ansi_codes(False)) if bgcolor else ""
         state = _STATE_CACHE[key] = (attrs, fg, bg)
@@ -137,22 +170,71 @@ def _transition(old: _State, new: _State) -> str:
 
 
 class SpanCompositor(Compositor):
-    """Textual's compositor, with partial updates cropped to their spans on both sides."""
+    """Textual's compositor, with partial updates cropped to their spans on both sides.
+
+    It adds no state to the stock compositor, so :meth:`give_up` can turn it back into one."""
 
     def render_partial_update(self) -> ChopsUpdate | None:
         update = super().render_partial_update()
         if update is None or type(update) is not ChopsUpdate:
             return update
-        return SpanChopsUpdate(update.chops, update.spans, update.chop_ends)
+        try:
+            return SpanChopsUpdate(update.chops, update.spans, update.chop_ends, self)
+        except Exception as error:
+            self.give_up(error)
+            return update
+
+    def give_up(self, error: BaseException) -> None:
+        """Textual's internals are not what this class was written for: log it once and be the
+        stock compositor from now on (same object, same layout, Textual's own updates)."""
+        _warn_once(f"a partial update failed ({error!r})")
+        self.__class__ = Compositor  # type: ignore[assignment]
+
+
+_WARNED: list[str] = []
+
+
+def _warn_once(what: str) -> None:
+    if not _WARNED:
+        log.warning("the span compositor is off, Textual draws every update itself: %s", what)
+    _WARNED.append(what)
+
+
+def private_api_problem(screen: object) -> str | None:
+    """Why the private Textual API this module builds on differs from what it was written for
+    (None: it matches)."""
+    if type(getattr(screen, "_compositor", None)) is not Compositor:
+        return "the screen's compositor is not textual._compositor.Compositor"
+    if not callable(getattr(Compositor, "render_partial_update", None)):
+        return "Compositor.render_partial_update is gone"
+    if not callable(getattr(ChopsUpdate, "render_segments", None)):
+        return "ChopsUpdate.render_segments is gone"
+    try:
+        parameters = list(inspect.signature(ChopsUpdate.__init__).parameters)
+    except (TypeError, ValueError):
+        parameters = []
+    if parameters != ["self", "chops", "spans", "chop_ends"]:
+        return f"ChopsUpdate() takes {parameters[1:]}, not chops, spans, chop_ends"
+    try:
+        probe = ChopsUpdate([], [], [])
+        SpanCompositor()
+    except Exception as error:
+        return f"cannot build a compositor or an update ({error!r})"
+    missing = [name for name in ("chops", "spans", "chop_ends") if not hasattr(probe, name)]
+    if missing:
+        return f"ChopsUpdate has no {', '.join(missing)}"
+    return None
 
 
 def install(screen: object) -> bool:
-    """Give ``screen`` a SpanCompositor; False (and no change) if Textual's internals differ."""
-    current = getattr(screen, "_compositor", None)
-    if type(current) is not Compositor or not hasattr(ChopsUpdate, "render_segments"):
+    """Give ``screen`` a SpanCompositor; False (logged once, and no change: the stock compositor
+    stays) if Textual's internals differ."""
+    problem = private_api_problem(screen)
+    if problem is not None:
+        _warn_once(problem)
         return False
     screen._compositor = SpanCompositor()  # type: ignore[attr-defined]
     return True
 
 
-__all__ = ["SpanChopsUpdate", "SpanCompositor", "install"]
+__all__ = ["SpanChopsUpdate", "SpanCompositor", "install", "private_api_problem"]

@@ -102,14 +102,14 @@ class FleetScreen(Screen[None]):
     def update_fleet(self, fleet: Fleet) -> None:
         self.fleet = fleet
         self.title_line.show(fleet_title(fleet, self.url, self.interval))
-        self.nodes.update_items(fleet.nodes)
+        self.nodes.set_items(fleet.nodes)
 
     def show_age(self, age: float | None) -> None:
         """The data is ``age`` seconds old and stale (None: fresh): ages are shown from now."""
         if age != self.data_age:
             self.data_age = age
             if self.fleet is not None:
-                self.nodes.update_items(self.fleet.nodes)
+                self.nodes.set_items(self.fleet.nodes)
 
     def show_error(self, text: str | None) -> None:
         if text is not None:
@@ -209,7 +209,7 @@ class NodeScreen(Screen[None]):
         self.reasons.show("\n".join(lines))
         self.reasons.display = bool(lines)
         gpus = node.gpus if node is not None else ()
-        self.gpus.update_items(gpus)
+        self.gpus.set_items(gpus)
         self.charts.show(gpus, self.history, self.history_error)
 
     def show_age(self, age: float | None) -> None:

@@ -1,44 +1,34 @@
-"""A sortable, filterable table of keyed rows, updated by diffing (the process table's way).
+"""The fleet's tables (nodes, and one node's GPUs): a :class:`VirtualTable` that looks like
+Textual's DataTable with a row cursor, which it replaced.
 
-Each refresh compares the formatted text and style of every cell with what is on screen and
-touches the DataTable only for cells that changed, so the cursor and scroll position survive and
-an unchanged fleet sends nothing. Colours are chosen by meaning (``fail``, ``warn``, ``unknown``,
-``dim``) and resolved from the app's theme, so light, dark and NO_COLOR all follow.
+Cells are drawn DataTable's way: a cell of padding on each side of each cell, columns as wide as
+their widest text, a header row in the theme's panel colour, a block cursor across the whole row.
+Colours are chosen by meaning (``fail``, ``warn``, ``unknown``, ``ok``, ``dim``) and resolved
+from the app's theme, so light, dark and NO_COLOR all follow. Sorting, filtering, the cursor and
+scrolling are the table's (shared with the process table); a refresh repaints only the cells
+that changed, and an unchanged fleet repaints nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from rich.style import Style
-from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.reactive import var
-from textual.widget import Widget
-from textual.widgets import DataTable, Static
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+
+from gputui.tui.widgets.line_widget import Line, cells, component_style
+from gputui.tui.widgets.table_model import ColumnSpec
+from gputui.tui.widgets.virtual_table import TableLayout, VirtualTable, table_bindings
 
 T = TypeVar("T")
 
-_ARROW_DOWN = "▼"
-_ARROW_UP = "▲"
-
-
-@dataclass(frozen=True)
-class Column(Generic[T]):
-    key: str
-    label: str
-    numeric: bool
-    default_reverse: bool
-    """Direction when first chosen: big numbers and bad health first, names A→Z."""
-    sort_value: Callable[[T], Any]
-    text: Callable[[T], str]
-    style: Callable[[T], str] | None = None
-    """A meaning (``fail``, ``warn``, ``unknown``, ``ok``, ``dim``) or ``""``."""
+HEADER = "keyed-table--header"
+CURSOR = "keyed-table--cursor"
+EMPTY = "keyed-table--empty"
+SCROLLBAR = "keyed-table--scrollbar"
+SCROLLBAR_THUMB = "keyed-table--scrollbar-thumb"
 
 
 def theme_styles(variables: dict[str, str]) -> dict[str, Style]:
@@ -58,33 +48,64 @@ def theme_styles(variables: dict[str, str]) -> dict[str, Style]:
     }
 
 
-class KeyedTable(Widget, Generic[T]):
-    """Rows of items of one kind. Call :meth:`update_items` with each refresh; Enter posts
+class KeyedTable(VirtualTable[T]):
+    """Rows of items of one kind. Call :meth:`set_items` with each refresh; Enter posts
     :class:`KeyedTable.Selected`."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {HEADER, CURSOR, EMPTY, SCROLLBAR, SCROLLBAR_THUMB}
+
+    # DataTable's look (Textual 8.2's DataTable DEFAULT_CSS, for the parts a row cursor uses).
     DEFAULT_CSS = """
     KeyedTable {
         height: 1fr;
-    }
-    KeyedTable > DataTable {
-        height: auto;
-        max-height: 100%;
-        scrollbar-size-horizontal: 0;
-    }
-    KeyedTable > .keyed-table--empty {
-        height: 1;
-        padding: 0 1;
-        color: $text-muted;
+        background: $surface;
+        color: $foreground;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .keyed-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .keyed-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .keyed-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .keyed-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .keyed-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .keyed-table--empty {
+            color: $text-muted;
+        }
+        & > .keyed-table--scrollbar {
+            color: $scrollbar-background;
+        }
+        & > .keyed-table--scrollbar-thumb {
+            color: $scrollbar;
+        }
     }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "cycle_sort", "Sort", id="fleet_table.cycle_sort"),
-        Binding("S", "reverse_sort", "Reverse sort", id="fleet_table.reverse_sort"),
+        *table_bindings("fleet_table"),
+        Binding("ctrl+home", "jump(0)", "First", show=False, id="fleet_table.top"),
+        Binding("ctrl+end", "jump(-1)", "Last", show=False, id="fleet_table.bottom"),
+        Binding("left", "scroll_columns(-1)", "Left", show=False, id="fleet_table.left"),
+        Binding("right", "scroll_columns(1)", "Right", show=False, id="fleet_table.right"),
     ]
 
-    text_filter: var[str] = var("")
-    """Case-insensitive substring over the row's searchable text ('' = all)."""
+    scrollbar_classes: ClassVar[tuple[str, str]] = ("scrollbar-thumb", "scrollbar")
 
     class Selected(Message):
         """Enter on a row."""
@@ -100,7 +121,7 @@ class KeyedTable(Widget, Generic[T]):
 
     def __init__(
         self,
-        columns: Sequence[Column[T]],
+        columns: Sequence[ColumnSpec[T]],
         *,
         key: Callable[[T], str],
         search: Callable[[T], str],
@@ -111,273 +132,114 @@ class KeyedTable(Widget, Generic[T]):
     ) -> None:
         """``narrow``: ``(width, keys)``: below ``width`` cells the columns ``keys`` are left out,
         so the last column (why a row is not healthy) stays in view."""
-        super().__init__(id=id)
-        self.all_columns = tuple(columns)
-        self.columns = self.all_columns
+        super().__init__(columns, key=key, default_sort=default_sort, id=id)
         self._narrow = narrow
-        self._by_key = {c.key: c for c in self.all_columns}
-        self._key = key
         self._search = search
         self._empty_default = empty
-        self._sort_column = default_sort
-        self._sort_reverse = self._by_key[default_sort].default_reverse
-        self._sort_dirty = False
-        self._items: list[T] = []
-        self._extra_filter: Callable[[T], bool] | None = None
         self._extra_empty = ""
-        self._cells: dict[str, tuple[tuple[str, str], ...]] = {}
-        self._order: list[str] = []
-        self._visible: dict[str, T] = {}
-        self._styles: dict[str, Style] = {}
+        self._meanings: dict[str, Style] = {}
         self._theme = ""
-        self._empty_text = ""
-        self._table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=False)
-        self._empty = Static("", classes="keyed-table--empty")
-        self._empty.display = False
-
-    def compose(self) -> ComposeResult:
-        yield self._table
-        yield self._empty
-
-    def on_mount(self) -> None:
-        self._add_columns()
-        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.call_after_refresh(self._apply)
-
-    def _add_columns(self) -> None:
-        for column in self.columns:
-            self._table.add_column(self._header(column), key=column.key)
-
-    def on_resize(self) -> None:
-        if self._narrow is None:
-            return
-        width, hidden = self._narrow
-        columns = self.all_columns
-        if self.size.width < width:
-            columns = tuple(c for c in self.all_columns if c.key not in hidden)
-        if columns == self.columns:
-            return
-        cursor_key = self._cursor_key()
-        self.columns = columns
-        self._table.clear(columns=True)
-        self._cells = {}
-        self._order = []
-        self._add_columns()
-        self._apply()
-        if cursor_key is not None and cursor_key in self._cells:
-            self._table.move_cursor(row=self._table.get_row_index(cursor_key))
+        self._widths: dict[tuple[str, ...], tuple[int, ...]] = {}
+        """Column widths by the keys of the columns shown, for the items last set."""
 
     # -- public ------------------------------------------------------------------------------------
 
-    @property
-    def data_table(self) -> DataTable[Text]:
-        return self._table
-
-    @property
-    def sort_column(self) -> str:
-        return self._sort_column
-
-    @property
-    def sort_reverse(self) -> bool:
-        return self._sort_reverse
-
-    @property
-    def selected(self) -> T | None:
-        key = self._cursor_key()
-        return None if key is None else self._visible.get(key)
-
-    @property
-    def visible_items(self) -> list[T]:
-        return [self._visible[key] for key in self._order]
-
-    def update_items(self, items: Iterable[T]) -> None:
-        self._items = list(items)
-        self._apply()
+    def set_items(self, items: Sequence[T]) -> None:
+        self._widths.clear()  # new items, new texts (and ages move on)
+        super().set_items(items)
 
     def set_extra_filter(self, keep: Callable[[T], bool] | None, empty: str = "") -> None:
         """A second filter (e.g. "problems only"), with the message to show when nothing is left."""
-        self._extra_filter = keep
         self._extra_empty = empty
-        self._apply()
+        self.set_filter(keep)
 
-    def sort_by(self, column: str, reverse: bool | None = None) -> None:
-        if column not in self._by_key:
-            raise ValueError(f"unknown column {column!r}")
-        if reverse is None:
-            reverse = self._by_key[column].default_reverse
-        if (column, reverse) == (self._sort_column, self._sort_reverse):
-            return
-        self._sort_column, self._sort_reverse = column, reverse
-        self._sort_dirty = True
-        self._apply()
+    @property
+    def empty_text(self) -> str:
+        if self.row_count:
+            return ""
+        needle = self.text_filter.strip()
+        if needle:
+            return f"nothing matches {needle!r}"
+        if self._keep is not None and self._items:
+            return self._extra_empty or self._empty_default
+        return self._empty_default
 
-    def focus(self, scroll_visible: bool = True) -> KeyedTable[T]:
-        self._table.focus(scroll_visible)
-        return self
+    # -- the table's hooks -------------------------------------------------------------------------
 
-    # -- events ------------------------------------------------------------------------------------
+    def selected_message(self, item: T) -> Message:
+        return self.Selected(self, item)
 
-    def action_cycle_sort(self) -> None:
-        keys = [c.key for c in self.columns]
-        index = keys.index(self._sort_column) if self._sort_column in keys else -1
-        self.sort_by(keys[(index + 1) % len(keys)])
+    def matches(self, item: T, needle: str) -> bool:
+        return needle in self._search(item).lower()
 
-    def action_reverse_sort(self) -> None:
-        self.sort_by(self._sort_column, not self._sort_reverse)
+    def table_layout(self, width: int, scrollbar: bool) -> TableLayout[T]:
+        """Every column (less the narrow ones below the narrow width), each as wide as its
+        widest text among all the items (so filtering does not move the columns), its header
+        with two cells for the sort arrow, and its ``min_width``."""
+        columns = self.all_columns
+        if self._narrow is not None and width < self._narrow[0]:
+            columns = tuple(c for c in columns if c.key not in self._narrow[1])
+        keys = tuple(c.key for c in columns)
+        widths = self._widths.get(keys)
+        if widths is None:
+            widths = self._widths[keys] = tuple(
+                max(
+                    c.min_width,
+                    cells(self.header_text(c, " ")),
+                    max((cells(c.render(item)) for item in self._items), default=0),
+                )
+                for c in columns
+            )
+        return TableLayout(columns, widths, margin=1, gap=2, end=1, scrollbar=scrollbar)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        column = event.column_key.value
-        if column is None:
-            return
-        if column == self._sort_column:
-            self.sort_by(column, not self._sort_reverse)
-        else:
-            self.sort_by(column)
+    # The look: every piece's class says which row it is on and what it means.
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        key = event.row_key.value
-        item = self._visible.get(key) if key is not None else None
-        if item is not None:
-            self.post_message(self.Selected(self, item))
+    def header_class(self, spec: ColumnSpec[T], sorted_by: bool) -> str:
+        return "header"
 
-    def watch_text_filter(self) -> None:
-        self._apply()
+    def header_gap_class(self) -> str:
+        return "header"
 
-    def _theme_changed(self, _theme: object) -> None:
-        self._theme = ""
-        self._cells = {}
-        self._order = []
-        self._table.clear()
-        self._apply()
+    def gap_class(self, on_cursor: bool) -> str:
+        return "cursor" if on_cursor else "row"
 
-    # -- internals ---------------------------------------------------------------------------------
+    def cell_class(self, spec: ColumnSpec[T], item: T, on_cursor: bool) -> str:
+        meaning = spec.style(item) if spec.style is not None else ""
+        return f"{self.gap_class(on_cursor)}:{meaning}"
 
-    def _header(self, column: Column[T]) -> Text:
-        arrow = ""
-        if column.key == self._sort_column:
-            arrow = _ARROW_DOWN if self._sort_reverse else _ARROW_UP
-        # two cells are always kept for the arrow, so the widths do not jump
-        return Text(f"{column.label} {arrow or ' '}", justify="right" if column.numeric else "left")
+    def empty_line(self, text: str) -> Line:
+        return [(" ", ""), (text, "empty")]
 
-    def _cell(self, column: Column[T], text: str, style: str) -> Text:
-        return Text(
-            text,
-            style=self._styles.get(style, Style()),
-            justify="right" if column.numeric else "left",
-            no_wrap=True,
-        )
+    def class_style(self, cls: str) -> Style:
+        """DataTable's styles: a cell is the table's style, the cursor's over it on the
+        cursor row, the meaning's over that, the cursor's colour over all; the lines below the
+        rows show what is under the table."""
+        if cls in ("", "empty"):
+            under, _ = self.background_colors
+            style = Style(bgcolor=under.rich_color)
+            if cls == "empty":
+                style += component_style(self.get_component_styles(EMPTY), under)
+            return style
+        if cls == "header":
+            return self.get_component_styles(HEADER).rich_style
+        if cls.startswith("scrollbar"):
+            name = SCROLLBAR_THUMB if cls == "scrollbar-thumb" else SCROLLBAR
+            background = self.background_colors[1]
+            return self.rich_style + component_style(self.get_component_styles(name), background)
+        row, _, meaning = cls.partition(":")
+        style = self.rich_style
+        post = Style()
+        if row == "cursor":
+            cursor = self.get_component_rich_style(CURSOR)
+            style += cursor
+            post = Style.from_color(color=cursor.color)
+        return style + self._meaning(meaning) + post
 
-    def _matches(self, item: T) -> bool:
-        if self._extra_filter is not None and not self._extra_filter(item):
-            return False
-        needle = self.text_filter.strip().lower()
-        return not needle or needle in self._search(item).lower()
-
-    def _sorted(self, items: list[T]) -> list[T]:
-        column = self._by_key[self._sort_column]
-        known: list[tuple[Any, T]] = []
-        unknown: list[T] = []
-        for item in items:
-            value = column.sort_value(item)
-            (unknown.append(item) if value is None else known.append((value, item)))
-        known.sort(key=lambda pair: pair[0], reverse=self._sort_reverse)
-        return [item for _, item in known] + unknown
-
-    def _cursor_key(self) -> str | None:
-        table = self._table
-        if table.row_count == 0:
-            return None
-        try:
-            row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        except CellDoesNotExist:
-            return None
-        return row_key.value
-
-    def _apply(self) -> None:
-        if not self.is_mounted:
-            return
+    def _meaning(self, meaning: str) -> Style:
         if self._theme != self.app.theme:
             self._theme = self.app.theme
-            self._styles = theme_styles(self.app.get_css_variables())
-        visible = {self._key(item): item for item in self._items if self._matches(item)}
-        cells = {
-            key: tuple(
-                (c.text(item), c.style(item) if c.style is not None else "") for c in self.columns
-            )
-            for key, item in visible.items()
-        }
-        desired = [self._key(item) for item in self._sorted(list(visible.values()))]
-        self._visible = visible
-        gone = [key for key in self._order if key not in cells]
-        added = [key for key in desired if key not in self._cells]
-        changed = [k for k, v in cells.items() if k in self._cells and self._cells[k] != v]
-        resort = self._sort_dirty or [k for k in self._order if k in cells] + added != desired
-        if gone or added or changed or resort:
-            with self.app.batch_update():
-                self._change(cells, gone, added, changed, desired, resort)
-        self._show_empty(not cells)
-
-    def _change(
-        self,
-        cells: dict[str, tuple[tuple[str, str], ...]],
-        gone: list[str],
-        added: list[str],
-        changed: list[str],
-        desired: list[str],
-        resort: bool,
-    ) -> None:
-        table = self._table
-        cursor_key = self._cursor_key()
-        for key in gone:
-            table.remove_row(key)
-            del self._cells[key]
-        for key in changed:
-            for column, before, after in zip(
-                self.columns, self._cells[key], cells[key], strict=True
-            ):
-                if before != after:
-                    table.update_cell(
-                        key, column.key, self._cell(column, *after), update_width=True
-                    )
-            self._cells[key] = cells[key]
-        for key in added:
-            row = cells[key]
-            table.add_row(
-                *(self._cell(c, *v) for c, v in zip(self.columns, row, strict=True)), key=key
-            )
-            self._cells[key] = row
-        if resort:
-            if self._sort_dirty:
-                for column in self.columns:
-                    table.columns[ColumnKey(column.key)].label = self._header(column)
-            # DataTable sorts by cell values: rank each row through its texts (rows that show
-            # the same texts everywhere are interchangeable)
-            rank = {tuple(t for t, _ in cells[key]): i for i, key in enumerate(desired)}
-            table.sort(key=lambda row: rank[tuple(text.plain for text in row)])
-            self._sort_dirty = False
-        self._order = list(desired)
-        if cursor_key is not None and cursor_key in cells:
-            index = table.get_row_index(cursor_key)
-            if index != table.cursor_row:
-                table.move_cursor(row=index)
-
-    def _show_empty(self, empty: bool) -> None:
-        text = ""
-        if empty:
-            needle = self.text_filter.strip()
-            if needle:
-                text = f"nothing matches {needle!r}"
-            elif self._extra_filter is not None and self._items:
-                text = self._extra_empty or self._empty_default
-            else:
-                text = self._empty_default
-        if text != self._empty_text:
-            self._empty_text = text
-            self._empty.update(Text(text))
-        if self._empty.display != bool(text):
-            self._empty.display = bool(text)
+            self._meanings = theme_styles(self.app.get_css_variables())
+        return self._meanings.get(meaning, Style())
 
 
-__all__ = ["Column", "KeyedTable", "theme_styles"]
+__all__ = ["KeyedTable", "theme_styles"]

@@ -23,7 +23,6 @@ from gputui.format import (
     sanitize,
     short_gpu_name,
 )
-from gputui.tui.fleet.table import Column
 from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (
     BAR_POWER,
@@ -36,6 +35,7 @@ from gputui.tui.widgets.line_widget import (
     LineBuilder,
     LineWidget,
 )
+from gputui.tui.widgets.table_model import ColumnSpec
 
 # -- the node table --------------------------------------------------------------------------------
 
@@ -78,44 +78,51 @@ def _reason(reasons: Sequence[str]) -> str:
     return sanitize(reasons[0]) + more
 
 
-def node_columns(now: Callable[[], float], stale: Callable[[], bool]) -> list[Column[FleetNode]]:
+def node_columns(
+    now: Callable[[], float], stale: Callable[[], bool]
+) -> list[ColumnSpec[FleetNode]]:
     """Columns of the node table; ages are measured at ``now()`` (the fleet's query time, or the
     present while ``stale()``: the data is old)."""
+    Column = ColumnSpec[FleetNode]
     return [
         Column(
-            "host", "HOST", False, False, lambda n: n.hostname.lower(),
-            lambda n: sanitize(n.hostname), _node_style,
+            "host", "HOST", lambda n: sanitize(n.hostname), lambda n: n.hostname.lower(),
+            style=_node_style,
         ),
         Column(
-            "health", "HEALTH", False, True, lambda n: HEALTH_ORDER[n.health],
-            lambda n: health_text(n.health), lambda n: n.health,
+            "health", "HEALTH", lambda n: health_text(n.health), lambda n: HEALTH_ORDER[n.health],
+            default_reverse=True, style=lambda n: n.health,
         ),
         Column(
-            "instance", "INSTANCE", False, False, lambda n: n.instance,
-            lambda n: sanitize(n.instance), lambda n: "dim",
-        ),
-        Column("gpus", "GPUS", False, True, lambda n: n.gpu_count, node_gpus, _node_style),
-        Column("util", "UTIL avg/max", True, True, lambda n: n.util_mean_pct, _util, _node_style),
-        Column(
-            "memory", "MEMORY", True, True, lambda n: n.memory_used_bytes,
-            lambda n: fmt_bytes_pair(n.memory_used_bytes, n.memory_total_bytes), _node_style,
+            "instance", "INSTANCE", lambda n: sanitize(n.instance), lambda n: n.instance,
+            style=lambda n: "dim",
         ),
         Column(
-            "power", "POWER", True, True, lambda n: n.power_w, lambda n: fmt_watts(n.power_w),
-            _node_style,
+            "gpus", "GPUS", node_gpus, lambda n: n.gpu_count, default_reverse=True,
+            style=_node_style,
         ),
         Column(
-            "temp", "HOTTEST", True, True, lambda n: n.temperature_max_c,
-            lambda n: fmt_temp(n.temperature_max_c), _node_style,
+            "util", "UTIL avg/max", _util, lambda n: n.util_mean_pct, "right",
+            default_reverse=True, style=_node_style,
         ),
         Column(
-            "seen", "SEEN", True, True, lambda n: n.age(now()) if n.silent else 0.0,
-            lambda n: _seen(n, now(), stale()), lambda n: _seen_style(n, stale()),
+            "memory", "MEMORY", lambda n: fmt_bytes_pair(n.memory_used_bytes, n.memory_total_bytes),
+            lambda n: n.memory_used_bytes, "right", default_reverse=True, style=_node_style,
         ),
         Column(
-            "reason", "WHY", False, False, lambda n: _reason(n.reasons),
-            lambda n: _reason(n.reasons),
+            "power", "POWER", lambda n: fmt_watts(n.power_w), lambda n: n.power_w, "right",
+            default_reverse=True, style=_node_style,
         ),
+        Column(
+            "temp", "HOTTEST", lambda n: fmt_temp(n.temperature_max_c),
+            lambda n: n.temperature_max_c, "right", default_reverse=True, style=_node_style,
+        ),
+        Column(
+            "seen", "SEEN", lambda n: _seen(n, now(), stale()),
+            lambda n: n.age(now()) if n.silent else 0.0, "right", default_reverse=True,
+            style=lambda n: _seen_style(n, stale()),
+        ),
+        Column("reason", "WHY", lambda n: _reason(n.reasons), lambda n: _reason(n.reasons)),
     ]  # fmt: skip
 
 
@@ -128,54 +135,56 @@ def node_search_text(node: FleetNode) -> str:
 # -- the GPU table ---------------------------------------------------------------------------------
 
 
-def gpu_columns() -> list[Column[FleetGpu]]:
+def gpu_columns() -> list[ColumnSpec[FleetGpu]]:
+    Column = ColumnSpec[FleetGpu]
     return [
-        Column("gpu", "GPU", True, False, lambda g: g.index, lambda g: str(g.index)),
+        Column("gpu", "GPU", lambda g: str(g.index), lambda g: g.index, "right"),
         Column(
-            "health", "HEALTH", False, True, lambda g: HEALTH_ORDER[g.health],
-            lambda g: health_text(g.health), lambda g: g.health,
+            "health", "HEALTH", lambda g: health_text(g.health), lambda g: HEALTH_ORDER[g.health],
+            default_reverse=True, style=lambda g: g.health,
         ),
         Column(
-            "name", "NAME", False, False, lambda g: g.name or "",
-            lambda g: short_gpu_name(sanitize(g.name)) if g.name else NA,
-        ),
-        Column("util", "UTIL", True, True, lambda g: g.util_pct, lambda g: fmt_pct(g.util_pct)),
-        Column(
-            "memory", "MEMORY", True, True, lambda g: g.memory_used_bytes,
-            lambda g: fmt_bytes_pair(g.memory_used_bytes, g.memory_total_bytes),
+            "name", "NAME", lambda g: short_gpu_name(sanitize(g.name)) if g.name else NA,
+            lambda g: g.name or "",
         ),
         Column(
-            "mem_pct", "MEM%", True, True, lambda g: g.memory_fraction,
+            "util", "UTIL", lambda g: fmt_pct(g.util_pct), lambda g: g.util_pct, "right",
+            default_reverse=True,
+        ),
+        Column(
+            "memory", "MEMORY", lambda g: fmt_bytes_pair(g.memory_used_bytes, g.memory_total_bytes),
+            lambda g: g.memory_used_bytes, "right", default_reverse=True,
+        ),
+        Column(
+            "mem_pct", "MEM%",
             lambda g: NA if g.memory_fraction is None else f"{g.memory_fraction * 100:.0f}%",
+            lambda g: g.memory_fraction, "right", default_reverse=True,
         ),
         Column(
-            "power", "POWER", True, True, lambda g: g.power_w,
-            lambda g: fmt_power_pair(g.power_w, g.power_limit_w),
+            "power", "POWER", lambda g: fmt_power_pair(g.power_w, g.power_limit_w),
+            lambda g: g.power_w, "right", default_reverse=True,
         ),
         Column(
-            "temp", "TEMP", True, True, lambda g: g.temperature_c,
-            lambda g: fmt_temp(g.temperature_c),
+            "temp", "TEMP", lambda g: fmt_temp(g.temperature_c), lambda g: g.temperature_c,
+            "right", default_reverse=True,
         ),
         Column(
-            "mem_temp", "MEM TEMP", True, True, lambda g: g.temperature_memory_c,
-            lambda g: fmt_temp(g.temperature_memory_c),
+            "mem_temp", "MEM TEMP", lambda g: fmt_temp(g.temperature_memory_c),
+            lambda g: g.temperature_memory_c, "right", default_reverse=True,
         ),
         Column(
-            "sm_clock", "SM CLK", True, True, lambda g: g.clock_sm_mhz,
-            lambda g: fmt_mhz(g.clock_sm_mhz),
+            "sm_clock", "SM CLK", lambda g: fmt_mhz(g.clock_sm_mhz), lambda g: g.clock_sm_mhz,
+            "right", default_reverse=True,
         ),
         Column(
-            "mem_clock", "MEM CLK", True, True, lambda g: g.clock_memory_mhz,
-            lambda g: fmt_mhz(g.clock_memory_mhz),
+            "mem_clock", "MEM CLK", lambda g: fmt_mhz(g.clock_memory_mhz),
+            lambda g: g.clock_memory_mhz, "right", default_reverse=True,
         ),
         Column(
-            "xid", "XID", True, True, lambda g: g.xid,
-            lambda g: NA if g.xid is None else str(g.xid), lambda g: "fail" if g.xid else "",
+            "xid", "XID", lambda g: NA if g.xid is None else str(g.xid), lambda g: g.xid, "right",
+            default_reverse=True, style=lambda g: "fail" if g.xid else "",
         ),
-        Column(
-            "reason", "WHY", False, False, lambda g: _reason(g.reasons),
-            lambda g: _reason(g.reasons),
-        ),
+        Column("reason", "WHY", lambda g: _reason(g.reasons), lambda g: _reason(g.reasons)),
     ]  # fmt: skip
 
 

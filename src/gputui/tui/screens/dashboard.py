@@ -38,7 +38,7 @@ from gputui.tui.widgets.process_table import ProcessTable
 from gputui.tui.widgets.title_bar import TitleBar
 from gputui.usage import idle_summary
 
-try:  # built on Textual internals (pinned <8.3); without it, panels still work, less frugally
+try:  # built on Textual internals (pinned exactly); without it, panels still work, less frugally
     from gputui.tui import span_compositor
 except ImportError:  # pragma: no cover
     span_compositor = None  # type: ignore[assignment]

@@ -96,9 +96,18 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
     }
 )
 
-# One character per component class, so a line's styles compare as a string.
+# One character per piece class, so a line's styles compare as a string (classes a subclass
+# styles itself get theirs on first use).
 _CODES: dict[str, str] = {name: chr(0x41 + i) for i, name in enumerate(sorted(COMPONENT_CLASSES))}
 _CODES[""] = " "
+
+
+def _code(cls: str) -> str:
+    code = _CODES.get(cls)
+    if code is None:
+        code = _CODES[cls] = chr(0x100 + len(_CODES))
+    return code
+
 
 _CELLS: dict[str, int] = {}
 _CELLS_MAX = 8192
@@ -271,7 +280,6 @@ class LineWidget(Widget):
     ) -> None:
         # Set before Widget.__init__, which may already call notify_style_update().
         self._style_cache: dict[str, Style] = {}
-        self._plain_box: bool | None = None
         self._background: Color | None = None
         self._filters: tuple[LineFilter, ...] = ()
         self._palette: Widget | None = None
@@ -360,7 +368,7 @@ class LineWidget(Widget):
             fitted, text = fit_with_text(line, width)
             pieces.append(fitted)
             texts.append(text)
-            codes.append("".join(_CODES.get(cls, " ") * len(text) for text, cls in fitted))
+            codes.append("".join(_code(cls) * len(text) for text, cls in fitted))
             strips.append(None)
         self._raw = raw
         self._pieces = pieces
@@ -377,13 +385,22 @@ class LineWidget(Widget):
                 self._palette = None
         return self._palette
 
+    def class_style(self, cls: str) -> Style:
+        """The style of pieces of class ``cls``, before the app's line filters: the widget's own
+        style with the palette's component style blended over its background ("" and classes
+        the palette lacks: the widget's style). Subclasses that style their pieces themselves
+        override this; the result is cached per class until the styles or the theme change."""
+        style = self.rich_style
+        palette = self._find_palette() if cls else None
+        if palette is not None and cls in palette.COMPONENT_CLASSES:
+            background = self.background_colors[1]
+            style = style + component_style(palette.get_component_styles(cls), background)
+        return style
+
     def _style(self, cls: str) -> Style:
         style = self._style_cache.get(cls)
         if style is None:
-            style = self.rich_style
-            palette = self._find_palette() if cls else None
-            if palette is not None and cls in palette._component_styles:
-                style = style + _blend(palette.get_component_styles(cls), self)
+            style = self.class_style(cls)
             # The app's line filters (ANSI colours to the theme's, dim blending) act on each
             # segment's style alone: applied here once per class, not to every repainted line.
             for line_filter in self._filters:
@@ -414,7 +431,7 @@ class LineWidget(Widget):
         if self._built_size != (width, height):
             self._set_content(width, height)
         if y >= len(self._strips):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         strip = self._strips[y]
         if strip is None:
             style = self._style
@@ -428,8 +445,9 @@ class LineWidget(Widget):
         """The lines of ``crop``, straight from :meth:`render_line` when the widget draws its
         whole box itself (no border, padding, outline, tint or transparency: every LineWidget
         in gputui's CSS). Textual's general path re-wraps each line of each repaint in a new
-        Strip, walks the style rules and crops again: two thirds of a refresh's CPU on the
-        dashboard. The app's line filters are already in the styles (see :meth:`_style`)."""
+        Strip, walks the style rules and crops again (up to a third more CPU per dashboard
+        refresh: docs/architecture.md). The app's line filters are already in the styles (see
+        :meth:`_style`). tests/test_tui_render_paths.py holds this path to Textual's own."""
         if not self._draws_whole_box():
             return super().render_lines(crop)
         self._check_filters()
@@ -447,26 +465,25 @@ class LineWidget(Widget):
         return strips
 
     def _draws_whole_box(self) -> bool:
-        plain = self._plain_box
-        if plain is None:
-            styles = self.styles
-            plain = self._plain_box = (
-                not any(edge for edge, _ in styles.border)
-                and not any(edge for edge, _ in styles.outline)
-                and not any(styles.padding)
-                and styles.tint.a == 0
-                and styles.text_opacity == 1.0
-                and not (styles.has_rule("hatch") and styles.hatch != "none")
-                and self._border_title is None
-                and self._border_subtitle is None
-            )
-        return plain and self.opacity == 1.0
+        """No border, outline, padding, tint, text opacity, hatch or opacity: the widget's lines
+        are its box. Asked on every render (inline styles change without a style update)."""
+        styles = self.styles
+        return (
+            not any(edge for edge, _ in styles.border)
+            and not any(edge for edge, _ in styles.outline)
+            and not any(styles.padding)
+            and styles.tint.a == 0
+            and styles.text_opacity == 1.0
+            and not (styles.has_rule("hatch") and styles.hatch != "none")
+            and self.border_title is None
+            and self.border_subtitle is None
+            and self.opacity == 1.0
+        )
 
     def notify_style_update(self) -> None:
         # Colours changed (theme, CSS): keep the content, re-style it on the next render.
         super().notify_style_update()
         self._style_cache.clear()
-        self._plain_box = None
         self._background = None
         self._strips = [None] * len(self._strips)
 
@@ -483,9 +500,8 @@ class LineWidget(Widget):
         self.rebuild()
 
 
-def _blend(styles: RenderStyles, widget: Widget) -> Style:
-    """A component's colours over ``widget``'s background (alpha blended), plus its text style."""
-    _, background = widget.background_colors
+def component_style(styles: RenderStyles, background: Color) -> Style:
+    """A component's colours over ``background`` (alpha blended), plus its text style."""
     bgcolor = None
     if styles.has_rule("background") and styles.background.a > 0:
         background = background + styles.background
@@ -544,6 +560,7 @@ __all__ = [
     "Piece",
     "cells",
     "changed_spans",
+    "component_style",
     "fit",
     "line_width",
 ]
