@@ -612,23 +612,40 @@ def test_monitor_idle_memory_timer() -> None:
     assert small.update(reading(T + 3600, mem=GIB // 2)) == ()
 
 
-def test_monitor_thread_safe_acknowledge() -> None:
-    m = HealthMonitor(HealthConfig(current_user="me"), env={})
-    stop = threading.Event()
+def test_acknowledge_waits_for_an_update_in_progress() -> None:
+    """The UI thread's acknowledge and findings wait for the sampler thread's update: they never
+    act on a half-judged reading (here: before the XID it brings is listed)."""
+    judging, release = threading.Event(), threading.Event()
 
-    def ack() -> None:
-        while not stop.is_set():
-            m.acknowledge()
-            _ = m.findings
+    def slow_rule(ctx: RuleContext) -> list[Finding]:
+        judging.set()
+        release.wait(10)
+        return []
 
-    thread = threading.Thread(target=ack)
-    thread.start()
-    try:
-        for i in range(300):
-            m.update(snap(t=T + i, events=(_xid(13, 0, T + i),)))
-    finally:
-        stop.set()
-        thread.join()
+    m = HealthMonitor(
+        HealthConfig(current_user="me"),
+        env={},
+        rules={"xid": RULES["xid"], "slow": (slow_rule, "")},
+    )
+    sampler_thread = threading.Thread(target=m.update, args=(snap(events=(_xid(13),)),))
+    sampler_thread.start()
+    assert judging.wait(10)
+    seen: dict[str, object] = {}
+
+    def ui() -> None:
+        seen["dropped"] = m.acknowledge()
+        seen["findings"] = m.findings
+
+    ui_thread = threading.Thread(target=ui)
+    ui_thread.start()
+    ui_thread.join(0.3)  # without the lock it would be done by now, with nothing to drop
+    still_waiting = ui_thread.is_alive()
+    release.set()
+    sampler_thread.join(10)
+    ui_thread.join(10)
+    assert still_waiting
+    assert seen == {"dropped": 1, "findings": ()}  # the XID, listed by the update, acknowledged
+    assert m.findings == ()
 
 
 def test_worst_and_gpu_severity() -> None:
