@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 
 import pytest
-from tests.test_fleet import (
+from tests.fakes.prometheus_answers import (
     BASE,
     RECORDED,
     Recorded,

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from tests.test_pidns import OTHER_NS_INODE, PLAIN_PROC, fake_proc, stat_line
+from tests.fakes.proc import OTHER_NS_INODE, PLAIN_PROC, fake_proc, stat_line
 
 from gputui.host import ProcessEnricher, read_host
 from gputui.model import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ProcessSample
