@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gputui.backends.nvml import NvmlBackend
 from gputui.fakeclock import T0, FakeClock, fake_clock_sampler
 from gputui.sampler import Sampler
 
@@ -61,3 +62,22 @@ def tui_env(no_cursor_blink: None, utc: None, monkeypatch: pytest.MonkeyPatch) -
 def _no_host_numa_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """The machine's own NUMA layout never decides a test (see gputui.pci.numa_node)."""
     monkeypatch.setattr("gputui.pci.SYSFS_NUMA_NODES", tmp_path_factory.getbasetemp() / "no-numa")
+
+
+@pytest.fixture
+def nvml_backends(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[list[NvmlBackend]]:
+    """Every NVML backend the test opens, closed after it (no event thread left running), with
+    short event waits; and no sysfs PCI tree (the fakes' bus ids may exist on this machine)."""
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr(NvmlBackend, "event_wait_ms", 20)
+    opened: list[NvmlBackend] = []
+    real_open = NvmlBackend.open
+
+    def tracking_open(self: NvmlBackend):
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(NvmlBackend, "open", tracking_open)
+    yield opened
+    for backend in opened:
+        backend.close()

@@ -1,7 +1,7 @@
 """Builders the test modules share: readings to judge (a GPU's static info and sample, a
-snapshot, one rule's findings), recordings of the simulated node, scrapes of the exporter, and
-the ``gputui`` command run as a user runs it. Fakes of what gputui talks to live in
-:mod:`tests.fakes`."""
+snapshot, one rule's findings), recordings of the simulated node, scrapes of the exporter, an
+NVML backend opened on the fake ``pynvml`` and a sysfs PCI tree, and the ``gputui`` command run
+as a user runs it. Fakes of what gputui talks to live in :mod:`tests.fakes`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, make_fake_nvml
+
+from gputui.backends.nvml import NvmlBackend
 from gputui.fakeclock import fake_clock_sampler
 from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext
 from gputui.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
@@ -145,6 +149,31 @@ def scrape(collector) -> tuple[str, dict]:
     registry.register(collector)
     text = export.render(registry).decode()
     return text, {f.name: f for f in text_string_to_metric_families(text)}
+
+
+# -- NVML on the fake pynvml -----------------------------------------------------------------------
+
+
+def open_nvml(gpus: list[FakeGpu] | int = 1, **knobs: Any) -> tuple[NvmlBackend, FakeNvml]:
+    """An NVML backend opened on a fake ``pynvml`` of ``gpus`` (see
+    :func:`tests.fakes.fake_pynvml.make_fake_nvml` for the knobs). Use with the ``nvml_backends``
+    fixture, which closes it after the test."""
+    fake = make_fake_nvml(gpus, **knobs)
+    backend = NvmlBackend(fake)
+    backend.open()
+    return backend, fake
+
+
+def fake_pci_sysfs(
+    monkeypatch: pytest.MonkeyPatch, root: Path, devices: dict[str, dict[str, str]]
+) -> None:
+    """A sysfs PCI device tree under ``root``: bus id -> {attribute file: content}."""
+    for bus_id, files in devices.items():
+        device = root / bus_id
+        device.mkdir(parents=True)
+        for name, content in files.items():
+            (device / name).write_text(content + "\n")
+    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", root)
 
 
 # -- the command line ------------------------------------------------------------------------------
