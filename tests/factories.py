@@ -29,6 +29,7 @@ GIB = 1024**3
 
 
 def info(index: int = 0, **kw: Any) -> GpuInfo:
+    """A healthy H100's static facts; ``kw`` sets any field."""
     base: dict[str, Any] = dict(
         index=index,
         name="NVIDIA H100 80GB HBM3",
@@ -47,6 +48,7 @@ def info(index: int = 0, **kw: Any) -> GpuInfo:
 
 
 def sample(index: int = 0, **kw: Any) -> GpuSample:
+    """A reading of a healthy, half-busy GPU at :data:`T`; ``kw`` sets any field."""
     base: dict[str, Any] = dict(
         index=index,
         timestamp=T,
@@ -77,6 +79,8 @@ def snap(
     events: tuple[GpuEvent, ...] = (),
     runtime: str | None = "12.4",
 ) -> Snapshot:
+    """A node of ``samples`` (one healthy GPU by default) read at ``t``, each GPU with
+    :func:`info` unless ``infos`` are given."""
     samples = samples or (sample(),)
     infos = infos if infos is not None else tuple(info(s.index) for s in samples)
     node = NodeInfo(hostname="n", backend="nvml", gpus=infos, runtime_version=runtime)
@@ -91,6 +95,7 @@ def run(rule: str, snapshot: Snapshot, config: HealthConfig | None = None, **kw:
 
 
 def proc(pid: int = 100, gpu: int = 0, user: str = "bob", mem: int = 10 * GIB, **kw: Any):
+    """A GPU process row: ``user``'s python holding ``mem`` bytes on ``gpu``."""
     return ProcessSample(
         pid=pid, gpu_index=gpu, user=user, gpu_memory_bytes=mem, name="python", **kw
     )
