@@ -151,3 +151,23 @@ def test_the_version_is_written_once() -> None:
     assert importlib.metadata.version("gputui") == gputui.__version__
     pyproject = (SRC.parent.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert gputui.__version__ not in pyproject
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared builders live in tests/factories.py and fakes in tests/fakes/: a test module that
+    imports another runs that module's import-time work and ties the two files together."""
+    tests = Path(__file__).resolve().parent
+    found: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                if name.startswith("tests.test_") or name.startswith("test_"):
+                    found.setdefault(str(path.relative_to(tests)), []).append(name)
+    assert found == {}

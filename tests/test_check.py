@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from tests.factories import REASONS, run_gputui
 from tests.fakes import kernel_log as klog
 from tests.fakes.checks import check_json, findings_of
 from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, MiB, make_fake_nvml
-from tests.test_cli import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
@@ -431,7 +431,7 @@ def _dead_pid() -> int:
 def test_require_idle_fails_on_memory_held_by_a_pid_hidden_by_hidepid(tmp_path, monkeypatch):
     """/proc mounted with hidepid=2: the driver lists a PID (and its memory) that /proc does not
     show. That proves nothing about the process having exited: the GPU is not free."""
-    from tests.test_pidns import fake_proc
+    from tests.fakes.proc import fake_proc
 
     from gputui.backends.nvml import NvmlBackend
     from gputui.pidns import PROC_PID_INIT_INO
@@ -470,7 +470,7 @@ print(json.dumps({"code": code, "findings": findings_of(doc, "other_processes")}
 def test_in_a_pid_namespace_of_its_own_a_host_pid_holding_memory_fails_require_idle() -> None:
     """A real PID namespace with its own /proc (a container): the driver reports the host PID
     of a process outside it, which names nothing here."""
-    from tests.test_pidns import _in_new_pid_namespace
+    from tests.fakes.proc import in_new_pid_namespace as _in_new_pid_namespace
 
     outside = subprocess.Popen(["sleep", "60"])
     try:

@@ -10,26 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from tests.factories import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
-
-REASONS = [
-    ("NVML", "libnvidia-ml.so.1 not found (no NVIDIA driver)"),
-    ("AMD-SMI", "amdsmi not installed"),
-]
-
-
-def run_gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture

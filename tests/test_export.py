@@ -19,6 +19,7 @@ pytest.importorskip("prometheus_client")
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from tests.factories import faulty_collector, scrape
 
 import gputui
 from gputui import cli, export
@@ -34,24 +35,6 @@ from gputui.session import BackendSpec, default_health
 
 MIB = 1024 * 1024
 LOST = 3  # the faulty scenario's GPU that falls off the bus
-
-
-def faulty_collector(polls: int = 6):
-    """The faulty node after ``polls`` readings, with the dashboard's health monitor attached."""
-    sampler = fake_clock_sampler("faulty", polls=0)
-    sampler.health = default_health()
-    collector = export.GpuCollector(sampler)
-    for _ in range(polls):
-        sampler.poll()
-        sampler.clock.now += sampler.interval
-    return sampler, collector
-
-
-def scrape(collector) -> tuple[str, dict]:
-    registry = CollectorRegistry()
-    registry.register(collector)
-    text = export.render(registry).decode()
-    return text, {f.name: f for f in text_string_to_metric_families(text)}
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.test_fleet import synthetic_answers
+from tests.fakes.prometheus_answers import synthetic_answers
 
 from gputui import cli
 from gputui.commands.fleet import make_source

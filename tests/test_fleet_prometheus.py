@@ -46,6 +46,9 @@ EXPORTERS = {
 }
 PAGES = {"a100": "dcgm-a100.prom", "h100": "dcgm-h100-xid.prom"}
 
+# One worker starts the test bed (five processes and a Prometheus) and runs every test on it.
+pytestmark = pytest.mark.xdist_group("prometheus")
+
 
 def _need_prometheus() -> None:
     if PROMETHEUS is None:

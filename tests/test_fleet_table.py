@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rich.style import Style
 from rich.text import Text
-from tests.test_fleet import recorded_source
+from tests.fakes.prometheus_answers import recorded_source
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
@@ -162,8 +162,8 @@ async def test_the_table_draws_as_datatable_did(theme: str, which: str) -> None:
 
 
 async def test_keys_clicks_and_scrolling_on_a_fleet_longer_than_the_screen() -> None:
-    from tests.test_fleet import synthetic_source
-    from tests.test_fleet_tui import refresh
+    from tests.fakes.fleet_app import refresh
+    from tests.fakes.prometheus_answers import synthetic_source
 
     from gputui.tui.fleet.app import FleetApp
     from gputui.tui.fleet.screens import NodeScreen
@@ -210,7 +210,7 @@ async def test_keys_clicks_and_scrolling_on_a_fleet_longer_than_the_screen() -> 
 
 
 async def test_an_empty_table_says_why() -> None:
-    from tests.test_fleet_tui import fleet_app, refresh
+    from tests.fakes.fleet_app import fleet_app, refresh
 
     app, _ = fleet_app()
     async with app.run_test(size=(120, 30)) as pilot:

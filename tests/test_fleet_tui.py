@@ -14,7 +14,8 @@ import urllib.error
 import urllib.parse
 
 import pytest
-from tests.test_fleet import (
+from tests.fakes.fleet_app import fleet_app, open_node, refresh
+from tests.fakes.prometheus_answers import (
     BASE,
     RECORDED,
     Recorded,
@@ -31,24 +32,6 @@ from gputui.tui.fleet.app import FleetApp
 from gputui.tui.fleet.screens import NodeScreen
 
 pytestmark = pytest.mark.usefixtures("tui_env")
-
-
-def fleet_app(**kwargs: object) -> tuple[FleetApp, Recorded]:
-    source, transport = recorded_source()
-    return FleetApp(source, interval=5.0, start_poller=False, **kwargs), transport  # type: ignore[arg-type]
-
-
-async def refresh(app: FleetApp, pilot: Pilot[None]) -> None:
-    app.poll_now()
-    await pilot.pause()
-
-
-async def open_node(app: FleetApp, pilot: Pilot[None], text: str) -> NodeScreen:
-    await pilot.press("slash", *text, "enter", "enter")
-    await refresh(app, pilot)  # the poller would fetch the node's history now
-    screen = app.screen
-    assert isinstance(screen, NodeScreen)
-    return screen
 
 
 # -- snapshots -------------------------------------------------------------------------------------

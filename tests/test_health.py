@@ -7,9 +7,9 @@ import dataclasses
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.factories import GIB, T, info, proc, run, sample, snap
 
 from gputui.fakeclock import fake_clock_sampler
 from gputui.health import (
@@ -28,86 +28,13 @@ from gputui.model import (
     Finding,
     GpuEvent,
     GpuInfo,
-    GpuSample,
     LinkInfo,
     LinkSample,
     MigDeviceInfo,
     NodeInfo,
-    ProcessSample,
     Snapshot,
     Topology,
 )
-
-T = 1_700_000_000.0
-GIB = 1024**3
-
-
-def info(index: int = 0, **kw: Any) -> GpuInfo:
-    base: dict[str, Any] = dict(
-        index=index,
-        name="NVIDIA H100 80GB HBM3",
-        uuid=f"GPU-{index}",
-        vendor="nvidia",
-        pci_bus_id=f"00000000:{0x18 + index:02X}:00.0",
-        pcie_max_gen=5,
-        pcie_max_width=16,
-        temperature_slowdown_c=89.0,
-        ecc_enabled=True,
-        persistence_mode=True,
-        power_default_limit_w=700.0,
-    )
-    base.update(kw)
-    return GpuInfo(**base)
-
-
-def sample(index: int = 0, **kw: Any) -> GpuSample:
-    base: dict[str, Any] = dict(
-        index=index,
-        timestamp=T,
-        utilization_gpu_pct=50.0,
-        memory_used_bytes=0,
-        memory_free_bytes=80 * GIB,
-        temperature_gpu_c=60.0,
-        pcie_gen=5,
-        pcie_width=16,
-        power_limit_w=700.0,
-        throttle_reasons=frozenset(),
-        ecc_volatile_uncorrected=0,
-        ecc_aggregate_uncorrected=0,
-        retired_pages_pending=False,
-        remapped_rows_pending=False,
-        remapped_rows_failure=False,
-    )
-    base.update(kw)
-    return GpuSample(**base)
-
-
-def snap(
-    samples: tuple[GpuSample, ...] = (),
-    infos: tuple[GpuInfo, ...] | None = None,
-    *,
-    t: float = T,
-    processes: tuple[ProcessSample, ...] = (),
-    events: tuple[GpuEvent, ...] = (),
-    runtime: str | None = "12.4",
-) -> Snapshot:
-    samples = samples or (sample(),)
-    infos = infos if infos is not None else tuple(info(s.index) for s in samples)
-    node = NodeInfo(hostname="n", backend="nvml", gpus=infos, runtime_version=runtime)
-    samples = tuple(dataclasses.replace(s, timestamp=t) for s in samples)
-    return Snapshot(timestamp=t, node=node, gpus=samples, processes=processes, events=events)
-
-
-def run(rule: str, snapshot: Snapshot, config: HealthConfig | None = None, **kw: Any) -> list:
-    ctx = RuleContext(snapshot=snapshot, config=config or HealthConfig(current_user="me"), **kw)
-    return list(RULES[rule][0](ctx))
-
-
-def proc(pid: int = 100, gpu: int = 0, user: str = "bob", mem: int = 10 * GIB, **kw: Any):
-    return ProcessSample(
-        pid=pid, gpu_index=gpu, user=user, gpu_memory_bytes=mem, name="python", **kw
-    )
-
 
 # -- rules: trigger and near miss --------------------------------------------------------------
 
@@ -612,23 +539,40 @@ def test_monitor_idle_memory_timer() -> None:
     assert small.update(reading(T + 3600, mem=GIB // 2)) == ()
 
 
-def test_monitor_thread_safe_acknowledge() -> None:
-    m = HealthMonitor(HealthConfig(current_user="me"), env={})
-    stop = threading.Event()
+def test_acknowledge_waits_for_an_update_in_progress() -> None:
+    """The UI thread's acknowledge and findings wait for the sampler thread's update: they never
+    act on a half-judged reading (here: before the XID it brings is listed)."""
+    judging, release = threading.Event(), threading.Event()
 
-    def ack() -> None:
-        while not stop.is_set():
-            m.acknowledge()
-            _ = m.findings
+    def slow_rule(ctx: RuleContext) -> list[Finding]:
+        judging.set()
+        release.wait(10)
+        return []
 
-    thread = threading.Thread(target=ack)
-    thread.start()
-    try:
-        for i in range(300):
-            m.update(snap(t=T + i, events=(_xid(13, 0, T + i),)))
-    finally:
-        stop.set()
-        thread.join()
+    m = HealthMonitor(
+        HealthConfig(current_user="me"),
+        env={},
+        rules={"xid": RULES["xid"], "slow": (slow_rule, "")},
+    )
+    sampler_thread = threading.Thread(target=m.update, args=(snap(events=(_xid(13),)),))
+    sampler_thread.start()
+    assert judging.wait(10)
+    seen: dict[str, object] = {}
+
+    def ui() -> None:
+        seen["dropped"] = m.acknowledge()
+        seen["findings"] = m.findings
+
+    ui_thread = threading.Thread(target=ui)
+    ui_thread.start()
+    ui_thread.join(0.3)  # without the lock it would be done by now, with nothing to drop
+    still_waiting = ui_thread.is_alive()
+    release.set()
+    sampler_thread.join(10)
+    ui_thread.join(10)
+    assert still_waiting
+    assert seen == {"dropped": 1, "findings": ()}  # the XID, listed by the update, acknowledged
+    assert m.findings == ()
 
 
 def test_worst_and_gpu_severity() -> None:

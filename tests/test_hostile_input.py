@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.test_record import lines_of, record
+from tests.factories import lines_of, record
 
 from gputui import cli
 from gputui.backends.replay import ReplayBackend

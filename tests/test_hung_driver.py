@@ -16,12 +16,10 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
+from tests.fakes.hung import hung_sampler
 from tests.fakes.terminal import Terminal
 
-from gputui.backends.nvml import NvmlBackend
-from gputui.health import HealthConfig, HealthMonitor
-from gputui.sampler import BackendBusy, Sampler
+from gputui.sampler import BackendBusy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,25 +30,6 @@ def wedged() -> Iterator[threading.Event]:
     event = threading.Event()
     yield event
     event.set()
-
-
-def hung_sampler(wedged: threading.Event, *, after: int) -> tuple[Sampler, FakeGpu]:
-    """A sampler over two fake GPUs, opened; GPU 1's calls block once it has answered ``after``
-    more calls."""
-    gpus = [FakeGpu(), FakeGpu()]
-    gpus[1].hang = wedged
-    gpus[1].hang_after = 10**9
-    backend = NvmlBackend(make_fake_nvml(gpus))
-    node = backend.open()
-    gpus[1].hang_after = gpus[1].call_count + after
-    sampler = Sampler(
-        backend,
-        interval=0.1,
-        node=node,
-        deadline=0.5,
-        health=HealthMonitor(HealthConfig(current_user="me"), env={}),
-    )
-    return sampler, gpus[1]
 
 
 def test_a_reading_that_does_not_return_is_reported_not_waited_for(wedged) -> None:
@@ -67,11 +46,12 @@ def test_a_reading_that_does_not_return_is_reported_not_waited_for(wedged) -> No
     (finding,) = [f for f in stalled.findings if f.rule == "not_responding"]
     assert finding.severity == "fail"
     assert "NVML not responding for" in finding.message and "GPU 1" in finding.message
-    # Overdue already: the next poll does not wait again, and starts no second reading.
+    # Overdue already: the next poll does not wait again, and starts no second reading (a
+    # second one would stall since its own start, half a second later).
     started = time.monotonic()
-    assert sampler.poll(deadline=0.5).stall is not None
+    again = sampler.poll(deadline=0.5)
     assert time.monotonic() - started < 0.3
-    assert sampler.max_polls_in_flight == 1
+    assert again.stall is not None and again.stall.since == stalled.stall.since
     # Nothing waits on the backend without a limit.
     with pytest.raises(BackendBusy):
         sampler.signal_process(os.getpid(), signal.SIGCONT)

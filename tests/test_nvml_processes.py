@@ -1,5 +1,6 @@
-"""GPU process lists on real drivers: record sizes that moved (R535), entry points that came and
-went, and the raw buffers of a real H100 (tests/data/real/)."""
+"""GPU process lists (gputui.backends.nvml.processes): compute and graphics merged, implausible
+rows dropped, per-process SM use; and on real drivers: record sizes that moved (R535), entry
+points that came and went, and the raw buffers of a real H100 (tests/data/real/)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.factories import open_nvml
 from tests.fakes.fake_pynvml import (
     FakeGpu,
     FakeMig,
     FakeNvml,
     FakeProcess,
+    FakeProcUtil,
     GiB,
+    MiB,
     driver_535_98,
     driver_535_early,
     make_fake_nvml,
@@ -27,6 +31,8 @@ from gputui.backends.nvml.records import (
     pid_max,
     plausible,
 )
+
+pytestmark = pytest.mark.usefixtures("nvml_backends")
 
 REAL = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04"
 FIVE = [FakeProcess(1000 + i, (i + 1) * GiB) for i in range(5)]
@@ -208,3 +214,81 @@ def test_real_r580_v2_buffer_is_24_bytes_and_only_24_bytes_is_plausible() -> Non
         verdicts[stride] = all(plausible(r, 80 * GiB, MAX_PID) for r in records)
     assert verdicts == {16: False, 24: True, 32: False}
     assert raw["first_ret"] == 7  # NVML_ERROR_INSUFFICIENT_SIZE with the count, as modelled
+
+
+# -- processes ------------------------------------------------------------------------------------
+
+
+def test_processes_merge_compute_and_graphics() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(100, 2 * GiB), FakeProcess(101, None)],
+        graphics_processes=[FakeProcess(100, GiB), FakeProcess(102, 64 * MiB)],
+    )
+    backend, _ = open_nvml([gpu])
+    rows = {p.pid: p for p in backend.read_processes(1.0)}
+    assert set(rows) == {100, 101, 102}
+    assert rows[100].type == "compute+graphics"
+    assert rows[100].gpu_memory_bytes == 2 * GiB  # the larger of the two reports
+    assert rows[101].type == "compute"
+    assert rows[101].gpu_memory_bytes is None
+    assert rows[102].type == "graphics"
+    for p in rows.values():
+        assert p.gpu_index == 0
+        assert p.mig_uuid is None
+        assert (p.user, p.name, p.command, p.cpu_pct, p.host_rss_bytes) == (None,) * 5
+        assert (p.start_time, p.container_id) == (None, None)
+
+
+def test_insane_process_rows_are_dropped() -> None:
+    gpu = FakeGpu(
+        memory_total=80 * GiB,
+        compute_processes=[
+            FakeProcess(0, GiB),  # garbled: PID 0
+            FakeProcess(MAX_PID + 1, GiB),  # garbled: beyond pid_max
+            FakeProcess(300, 81 * GiB),  # more memory than the GPU has
+            FakeProcess(301, GiB),
+            FakeProcess(301, GiB),  # duplicate row
+        ],
+    )
+    backend, _ = open_nvml([gpu])
+    rows = backend.read_processes(1.0)
+    assert [(p.pid, p.gpu_memory_bytes) for p in rows] == [(301, GiB)]
+
+
+def test_per_process_sm_uses_the_last_seen_timestamp() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(10), FakeProcess(11), FakeProcess(12)],
+        process_utilization=[
+            FakeProcUtil(10, 1_000, 20),
+            FakeProcUtil(10, 2_000, 45),  # newer sample of the same PID wins
+            FakeProcUtil(11, 1_500, 250),  # garbage is clamped
+        ],
+    )
+    backend, fake = open_nvml([gpu])
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(1.0)}
+    assert rows == {10: 45.0, 11: 100.0, 12: 0.0}
+    gpu.process_utilization.append(FakeProcUtil(12, 3_000, 5))
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(2.0)}
+    assert rows == {10: 0.0, 11: 0.0, 12: 5.0}
+    rows = {p.pid: p.sm_pct for p in backend.read_processes(3.0)}  # NotFound: nothing new
+    assert rows == {10: 0.0, 11: 0.0, 12: 0.0}
+    stamps = [args[1] for args in fake.args_of("nvmlDeviceGetProcessesUtilizationInfo")]
+    assert stamps == [0, 2_000, 3_000]
+
+
+def test_per_process_sm_is_none_when_unsupported() -> None:
+    gpu = FakeGpu(
+        compute_processes=[FakeProcess(10)],
+        unsupported={"nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization"},
+    )
+    backend, fake = open_nvml([gpu])
+    assert backend.read_processes(1.0)[0].sm_pct is None
+    assert backend.read_processes(2.0)[0].sm_pct is None
+    assert fake.calls["nvmlDeviceGetProcessesUtilizationInfo"] == 1
+    assert fake.calls["nvmlDeviceGetProcessUtilization"] == 1
+
+
+def test_no_processes_means_no_utilization_call() -> None:
+    backend, fake = open_nvml(1)
+    assert backend.read_processes(1.0) == []
+    assert fake.calls["nvmlDeviceGetProcessesUtilizationInfo"] == 0

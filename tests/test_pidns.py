@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from tests.fakes.proc import (
+    OTHER_NS_INODE,
+    PLAIN_PROC,
+    ROOT_FS,
+    fake_proc,
+    hidepid_proc,
+    in_new_pid_namespace,
+    stat_line,
+)
 
 from gputui.backends.base import Backend
 from gputui.codec import snapshot_from_dict, snapshot_to_dict
@@ -26,37 +31,6 @@ from gputui.pidns import (
 from gputui.procstat import PF_KTHREAD, is_kernel_thread, parse_stat
 from gputui.report import render_snapshot
 from gputui.sampler import Sampler
-
-OTHER_NS_INODE = 4026532178  # a child PID namespace's inode, as `unshare --pid` gave one
-
-
-def stat_line(pid: int, comm: str = "python", ppid: int = 1, flags: int = 0x400000) -> str:
-    """A /proc/PID/stat line (a user process's flags by default: PF_RANDOMIZE)."""
-    return f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 {flags} 56105 1157399 0 408 121 393\n"
-
-
-def fake_proc(
-    root: Path,
-    *,
-    ns_inode: int | None = None,
-    nspid: str | None = None,
-    pid2: str | None = None,
-    mountinfo: str | None = None,
-) -> str:
-    """A /proc with what the namespace checks read: self/ns/pid (a link to ``pid:[INODE]``),
-    self/status with an NSpid line, 2/stat, and self/mountinfo (its mount options)."""
-    (root / "self" / "ns").mkdir(parents=True)
-    if mountinfo is not None:
-        (root / "self" / "mountinfo").write_text(mountinfo)
-    if ns_inode is not None:
-        (root / "self" / "ns" / "pid").symlink_to(f"pid:[{ns_inode}]")
-    status = "Name:\tpython\n" + (f"NSpid:\t{nspid}\n" if nspid is not None else "") + "Uid:\t0\n"
-    (root / "self" / "status").write_text(status)
-    if pid2 is not None:
-        (root / "2").mkdir()
-        (root / "2" / "stat").write_text(pid2)
-    return str(root)
-
 
 KTHREADD = stat_line(2, "kthreadd", ppid=0, flags=0x208040)  # PF_KTHREAD set, as on this kernel
 
@@ -127,29 +101,10 @@ CHILD = textwrap.dedent(
 )
 
 
-def _in_new_pid_namespace(script: str, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """Run ``script`` (with ``args``) as PID 1 of a new PID namespace with its own /proc (as
-    root, else in a new user namespace); None where the kernel or a sandbox does not allow it."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for extra in ([], ["--user", "--map-root-user"]):
-        cmd = [unshare, *extra, "--pid", "--fork", "--mount-proc", sys.executable, "-c", script]
-        cmd += args
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return done
-    return None
-
-
 def test_in_a_container_with_its_own_proc_nothing_is_looked_up_or_signalled() -> None:
     """Where NSpid shows one entry (its own /proc mounted) and the PID given collides with a
     local process: no name, user or command from it, and no signal to it."""
-    done = _in_new_pid_namespace(CHILD)
+    done = in_new_pid_namespace(CHILD)
     if done is None:
         pytest.skip("cannot make a PID namespace here (no unshare, or not allowed)")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -158,17 +113,6 @@ def test_in_a_container_with_its_own_proc_nothing_is_looked_up_or_signalled() ->
 
 
 # -- /proc mounted with hidepid ----------------------------------------------------------------
-
-# /proc/self/mountinfo lines as the kernel writes them (Documentation/filesystems/proc.rst,
-# "/proc/<pid>/mountinfo"): ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE
-# SUPER-OPTIONS. A plain /proc as a host shows it; since Linux 5.8 hidepid is a per-mount option
-# written by name (hidepid=invisible), before by number (hidepid=2).
-ROOT_FS = "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
-PLAIN_PROC = "22 26 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"
-
-
-def hidepid_proc(option: str) -> str:
-    return f"22 26 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,{option}\n"
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from tests.factories import lines_of, record
 
 from gputui.fakeclock import fake_clock_sampler
-from gputui.health import HealthConfig, HealthMonitor
 from gputui.model import Snapshot
 from gputui.record import (
     Recorder,
@@ -19,28 +18,6 @@ from gputui.record import (
     parse_duration,
     read_recording,
 )
-
-
-def record(path: Path, readings: int = 30, scenario: str = "faulty") -> list[Snapshot]:
-    """Record ``readings`` readings of a simulated node (health findings included) on a fake
-    clock; returns the snapshots as the sampler produced them."""
-    sampler = fake_clock_sampler(scenario)
-    sampler.health = HealthMonitor(HealthConfig(current_user="tester"), env={})
-    originals: list[Snapshot] = []
-    with Recorder(path) as recorder:
-        sampler.add_listener(recorder)
-        sampler.add_listener(originals.append)
-        for _ in range(readings):
-            sampler.poll()
-            sampler.clock.now += 1.0  # type: ignore[attr-defined]
-    return originals
-
-
-def lines_of(path: Path) -> list[bytes]:
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data.split(b"\n")
 
 
 @pytest.mark.parametrize("name", ["faulty.jsonl", "faulty.jsonl.gz"])
@@ -156,7 +133,7 @@ def test_line_that_does_not_fit_the_schema_names_the_line(tmp_path, line, messag
         b'{"hello": 1}\n{"type":"snapshot"}\n',
         b"not json at all\n",
         b"\x00\x01\x02binary" * 100,
-        gzip.compress(b"# some other log\nline 2\n"),
+        gzip.compress(b"# some other log\nline 2\n", mtime=0),  # same test id every run
         b'{"type":"gputui-recording","version":9,"schema_version":1,"node":{}}\n',
     ],
 )

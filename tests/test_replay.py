@@ -7,7 +7,7 @@ import json
 import signal
 
 import pytest
-from tests.test_record import lines_of, record
+from tests.factories import lines_of, record
 
 from gputui import cli
 from gputui.backends import create_backend

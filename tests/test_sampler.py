@@ -117,8 +117,7 @@ def test_polls_never_overlap_and_missed_ticks_are_skipped() -> None:
     assert threading.active_count() <= threads_before + 2
     sampler.stop()
     assert not sampler.running
-    assert backend.max_active == 1
-    assert sampler.max_polls_in_flight == 1
+    assert backend.max_active == 1  # counted in the backend, outside the sampler's lock
     # Each poll takes 0.15 s > interval: ticks were skipped, not queued back to back at 0 gap.
     gaps = [b - a for a, b in itertools.pairwise(received)]
     assert all(gap >= 0.14 for gap in gaps)

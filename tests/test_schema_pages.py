@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from tests.fakes.fake_probe_worker import FAKE
+from tests.fakes.hung import hung_sampler
+from tests.fakes.prometheus_answers import BASE, recorded_source, synthetic_source
 from tests.schema_pages import declared, differences, documented, emitted
-from tests.test_fleet import BASE, recorded_source, synthetic_source
-from tests.test_hung_driver import hung_sampler
 
 from gputui import cli
 from gputui.codec import encode, snapshot_to_json

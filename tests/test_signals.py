@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
-from tests.test_pidns import OTHER_NS_INODE, fake_proc, stat_line
+from tests.fakes.proc import OTHER_NS_INODE, fake_proc, stat_line
 
 from gputui import signals
 from gputui.backends.base import Backend

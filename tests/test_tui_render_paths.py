@@ -171,9 +171,23 @@ async def test_dashboard_widgets_draw_as_textual_would(
 
 
 async def test_other_screens_draw_as_textual_would(sim_sampler) -> None:
-    from tests.test_tui_snapshots import faulty_with_findings
+    from gputui.tui.app import GpuTuiApp
 
-    app = faulty_with_findings(sim_sampler)
+    from gputui.model import Finding
+
+    class OneFinding:  # a findings strip, as on a faulty node
+        def update(self, snapshot: object, history: object) -> tuple[Finding, ...]:
+            return (Finding("throttle", "warn", "HW thermal slowdown active", "cooling", 5),)
+
+        def acknowledge(self, key: str | None = None) -> int:
+            return 0
+
+    sampler = sim_sampler("faulty", polls=0)
+    sampler.health = OneFinding()
+    for _ in range(5):
+        sampler.poll()
+        sampler.clock.now += 1.0
+    app = GpuTuiApp(sampler, start_sampler=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await show(app, pilot, app.sampler)
         compared = compare_screen(app)  # with the findings strip
@@ -188,7 +202,7 @@ async def test_other_screens_draw_as_textual_would(sim_sampler) -> None:
 
 
 async def test_fleet_widgets_draw_as_textual_would() -> None:
-    from tests.test_fleet_tui import fleet_app, open_node, refresh
+    from tests.fakes.fleet_app import fleet_app, open_node, refresh
 
     app, _ = fleet_app()
     async with app.run_test(size=(140, 40)) as pilot:

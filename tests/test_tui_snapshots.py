@@ -230,7 +230,7 @@ def test_probe_dgx_h100_120x40(snap_compare, sim_sampler, monkeypatch) -> None:
     """Key p with canned results for GPUs 0 and 1 (a fake session, as if on real H100s): the
     pickers (every GPU busy), what fits, finished progress, measured | spec | % | verdict with
     GPU 1's BF16 LOW against its sibling, telemetry and the summary."""
-    from tests.test_tui_probe import TESTS, canned_session
+    from tests.fakes.probe_session import TESTS, canned_session
 
     from gputui.tui.screens import probe as probe_mod
 
@@ -258,7 +258,7 @@ def test_probe_dgx_h100_60x20(snap_compare, sim_sampler) -> None:
 def test_probe_dgx_h100_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
     """Key p at 80x24 with canned results: the pickers with the busy reason in full, Start on
     screen, "what fits" under them (not squeezed to four columns)."""
-    from tests.test_tui_probe import TESTS, canned_session
+    from tests.fakes.probe_session import TESTS, canned_session
 
     from gputui.tui.screens import probe as probe_mod
 

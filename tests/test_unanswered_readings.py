@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tests.factories import run, sample, snap
 from tests.fakes.checks import check_json, findings_of
 from tests.fakes.fake_amdsmi import STATUS, make_fake_amdsmi, mi210_gpu
 from tests.fakes.fake_pynvml import (
@@ -20,7 +21,6 @@ from tests.fakes.fake_pynvml import (
     NVMLError_Unknown,
     make_fake_nvml,
 )
-from tests.test_health import run, sample, snap
 
 from gputui.backends.amd import AmdSmiBackend
 from gputui.backends.nvml import NvmlBackend

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 import pytest
-from tests.test_health import GIB, info, proc, run, sample, snap
+from tests.factories import GIB, info, proc, run, sample, snap
 
 from gputui import cli
 from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import time
 
 import pytest
 from tests.fakes import kernel_log as klog
 
+import gputui.xid as xid
 from gputui.model import GpuInfo, NodeInfo
 from gputui.xid import (
     XID_TABLE,
@@ -154,19 +157,87 @@ def test_kmsg_record_format() -> None:
     assert events[0].timestamp == pytest.approx(102.0) and events[0].code == 63
 
 
-def test_read_kernel_log_never_raises_or_hangs() -> None:
+class FakeKmsg:
+    """Stands in for ``os`` in gputui.xid: /dev/kmsg hands out ``reads`` (records, or errors
+    to raise) one per read, then would block; with ``denied`` it cannot be opened."""
+
+    O_RDONLY, O_NONBLOCK = os.O_RDONLY, os.O_NONBLOCK
+
+    def __init__(self, *reads: bytes | OSError, denied: bool = False) -> None:
+        self.reads = list(reads)
+        self.denied = denied
+        self.opened: list[str] = []
+        self.closed = 0
+
+    def open(self, path: str, flags: int) -> int:
+        if self.denied:
+            raise PermissionError(path)
+        if path != "/dev/kmsg":
+            raise FileNotFoundError(path)
+        assert flags & os.O_NONBLOCK, "a blocking read of /dev/kmsg waits for the next message"
+        self.opened.append(path)
+        return 99
+
+    def read(self, fd: int, size: int) -> bytes:
+        assert fd == 99
+        if not self.reads:
+            raise BlockingIOError
+        item = self.reads.pop(0)
+        if isinstance(item, OSError):
+            raise item
+        return item
+
+    def close(self, fd: int) -> None:
+        self.closed += 1
+
+
+def fake_dmesg(monkeypatch: pytest.MonkeyPatch, tmp_path, script: str) -> None:
+    """``dmesg`` on PATH is ``script`` (sh), and /dev/kmsg cannot be opened."""
+    dmesg = tmp_path / "dmesg"
+    dmesg.write_text(f"#!/bin/sh\n{script}\n")
+    dmesg.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(xid, "os", FakeKmsg(denied=True))
+
+
+def test_read_kernel_log_reads_every_kmsg_record_without_blocking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kmsg = FakeKmsg(
+        b"4,1,2000000,-;NVRM: Xid (PCI:0000:3b:00): 79\n SUBSYSTEM=pci\n",
+        OSError(errno.EPIPE, "overwritten while reading"),  # skipped, reading goes on
+        b"6,2,3500000,-;pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200\n",
+    )
+    monkeypatch.setattr(xid, "os", kmsg)
+    assert read_kernel_log() == [
+        "[2.000000] NVRM: Xid (PCI:0000:3b:00): 79",
+        "[3.500000] pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200",
+    ]
+    assert kmsg.opened == ["/dev/kmsg"] and kmsg.closed == 1
+
+
+def test_read_kernel_log_falls_back_to_dmesg(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    fake_dmesg(monkeypatch, tmp_path, "echo '[   10.5] NVRM: Xid (0000:18:00): 13'; echo second")
+    assert read_kernel_log() == ["[   10.5] NVRM: Xid (0000:18:00): 13", "second"]
+
+
+def test_read_kernel_log_none_when_dmesg_fails(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    fake_dmesg(monkeypatch, tmp_path, "echo 'dmesg: read kernel buffer failed' >&2; exit 1")
+    assert read_kernel_log() is None
+
+
+def test_read_kernel_log_does_not_wait_for_a_hung_dmesg(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    fake_dmesg(monkeypatch, tmp_path, "exec sleep 30")
     started = time.monotonic()
-    lines = read_kernel_log()
-    assert time.monotonic() - started < 2.0
-    assert lines is None or all(isinstance(line, str) for line in lines)
+    assert read_kernel_log(timeout=0.3) is None
+    assert time.monotonic() - started < 5.0
 
 
-def test_read_kernel_log_none_when_not_permitted(monkeypatch: pytest.MonkeyPatch) -> None:
-    import gputui.xid as xid
-
-    def denied(*_a: object, **_k: object) -> int:
-        raise PermissionError("denied")
-
-    monkeypatch.setattr(xid.os, "open", denied)
-    monkeypatch.setattr(xid.subprocess, "run", denied)
+def test_read_kernel_log_none_without_kmsg_or_dmesg(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    monkeypatch.setattr(xid, "os", FakeKmsg(denied=True))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dmesg there
     assert read_kernel_log() is None

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import psutil
 
-from gputui.attribution import Attribution, AttributionReader, parse_cgroup
+from gputui.attribution import Attribution, AttributionReader
 from gputui.model import MAX_NAME_CHARS, HostSample, PidNamespace, ProcessSample
 from gputui.pidns import detect_pid_namespace, proc_hides_processes
 from gputui.procstat import is_kernel_thread, read_cmdline
@@ -53,16 +53,6 @@ def read_host(now: float | None = None) -> HostSample:
         load_average=load,  # type: ignore[arg-type]
         uptime_s=max(time.time() - psutil.boot_time(), 0.0),
     )
-
-
-def container_id_of(pid: int, proc_root: str = "/proc") -> str | None:
-    """The 64-hex container id from /proc/PID/cgroup (Docker, containerd, CRI-O, Podman)."""
-    try:
-        with open(f"{proc_root}/{pid}/cgroup", encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    return parse_cgroup(text).container_id
 
 
 @dataclasses.dataclass(slots=True)

@@ -179,9 +179,6 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listeners: list[SnapshotCallback] = []
-        self._polls_in_flight = 0
-        self.max_polls_in_flight = 0
-        """Highest number of polls ever running at once: 1 unless polls overlapped (a bug)."""
 
     @property
     def deadline(self) -> float:
@@ -285,12 +282,7 @@ class Sampler:
                     self.node = dataclasses.replace(self.node, topology=topology)
             node = self.node
             assert node is not None
-            self._polls_in_flight += 1
-            self.max_polls_in_flight = max(self.max_polls_in_flight, self._polls_in_flight)
-            try:
-                return self._read(node)
-            finally:
-                self._polls_in_flight -= 1
+            return self._read(node)
 
     def _read(self, node: NodeInfo) -> Snapshot:
         now = self.clock()

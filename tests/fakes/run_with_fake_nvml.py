@@ -17,6 +17,7 @@ gputui asks ``scontrol`` for the job's name).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 
@@ -41,6 +42,9 @@ class Wedged(threading.Event):
 
 
 def main() -> int:
+    # Ctrl-C as at a terminal, also where the test run was started as a background job (which
+    # starts with SIGINT ignored, and Python then leaves it ignored in every child).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     count = int(os.environ.get("FAKE_NVML_GPUS", "2"))
     hang = os.environ.get("FAKE_NVML_HANG", "")
     wedged = Wedged()

@@ -147,12 +147,6 @@ class GpuPanel(LineWidget):
                 return stamp
         return None
 
-    def set_health(self, severity: Severity | None) -> None:
-        """Show the health badge; repaints only when the badge changes."""
-        if severity != self.health:
-            self.health = severity
-            self.rebuild()
-
     def _badge(self) -> list[Piece]:
         if self.health is None:
             return []
