@@ -53,7 +53,7 @@ class SyntheticProcesses:
     CPU%, the others are the same objects as last time (as a real process list mostly is)."""
 
     def __init__(self, n: int, gpus: int, seed: int = 0) -> None:
-        from gputui.model import ProcessSample
+        from gputui.core.model import ProcessSample
 
         rng = random.Random(seed)
         self.slots: list[ProcessSample] = []
@@ -142,8 +142,9 @@ KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 async def measure_keys(args: argparse.Namespace) -> dict[str, Any]:
-    from gputui.fakeclock import FakeClock
-    from gputui.session import sampler_for
+    from tests.fakes.clock import FakeClock
+
+    from gputui.engine.session import sampler_for
     from gputui.tui.app import GpuTuiApp
     from gputui.tui.messages import SnapshotReady
 
@@ -247,7 +248,7 @@ def render_table(summary: dict[str, Any]) -> str:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from gputui.session import sampler_for
+    from gputui.engine.session import sampler_for
     from gputui.tui.app import GpuTuiApp
 
     backend = crowded_backend(args.processes, args.scenario)

@@ -70,9 +70,9 @@ def patch(mode: str) -> None:
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from tests.fakes.clock import fake_clock_sampler
     from textual.drivers.headless_driver import HeadlessDriver
 
-    from gputui.fakeclock import fake_clock_sampler
     from gputui.tui.app import GpuTuiApp
     from gputui.tui.messages import SnapshotReady
 

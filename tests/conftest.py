@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from tests.fakes.clock import T0, FakeClock, fake_clock_sampler
 
 from gputui.backends.nvml import NvmlBackend
-from gputui.fakeclock import T0, FakeClock, fake_clock_sampler
-from gputui.sampler import Sampler
+from gputui.engine.sampler import Sampler
 
 __all__ = ["T0", "FakeClock", "advance"]
 
@@ -35,7 +35,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 @pytest.fixture
 def sim_sampler() -> SimSamplerFactory:
     """``sim_sampler(scenario="dgx-h100", polls=0, t=T0, interval=1.0, seed=0)``: see
-    :func:`gputui.fakeclock.fake_clock_sampler`."""
+    :func:`tests.fakes.clock.fake_clock_sampler`."""
     return fake_clock_sampler
 
 
@@ -74,8 +74,10 @@ def tui_env(no_cursor_blink: None, utc: None, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.fixture(autouse=True)
 def _no_host_numa_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
-    """The machine's own NUMA layout never decides a test (see gputui.pci.numa_node)."""
-    monkeypatch.setattr("gputui.pci.SYSFS_NUMA_NODES", tmp_path_factory.getbasetemp() / "no-numa")
+    """The machine's own NUMA layout never decides a test (see gputui.core.pci.numa_node)."""
+    monkeypatch.setattr(
+        "gputui.core.pci.SYSFS_NUMA_NODES", tmp_path_factory.getbasetemp() / "no-numa"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +93,7 @@ def _no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None
 def nvml_backends(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[list[NvmlBackend]]:
     """Every NVML backend the test opens, closed after it (no event thread left running), with
     short event waits; and no sysfs PCI tree (the fakes' bus ids may exist on this machine)."""
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
     monkeypatch.setattr(NvmlBackend, "event_wait_ms", 20)
     opened: list[NvmlBackend] = []
     real_open = NvmlBackend.open

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, make_fake_nvml
 
 from gputui.backends.nvml import NvmlBackend
-from gputui.fakeclock import fake_clock_sampler
+from gputui.core.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.core.record import Recorder
 from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext
-from gputui.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.record import Recorder
 
 # -- readings to judge -----------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ def lines_of(path: Path) -> list[bytes]:
 def faulty_collector(polls: int = 6):
     """The faulty node after ``polls`` readings, with the dashboard's health monitor attached."""
     from gputui import export
-    from gputui.session import default_health
+    from gputui.engine.session import default_health
 
     sampler = fake_clock_sampler("faulty", polls=0)
     sampler.health = default_health()
@@ -178,7 +178,7 @@ def fake_pci_sysfs(
         device.mkdir(parents=True)
         for name, content in files.items():
             (device / name).write_text(content + "\n")
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", root)
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", root)
 
 
 # -- the command line ------------------------------------------------------------------------------

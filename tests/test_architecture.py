@@ -112,7 +112,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_no_run_time_import_circle() -> None:
     modules = module_names()
     graph = {name: run_time_imports(name, path, modules) for name, path in modules.items()}
-    assert "gputui.session" in graph["gputui.commands.check"]  # the walk sees imports at all
+    assert "gputui.engine.session" in graph["gputui.commands.check"]  # the walk sees imports at all
     assert import_cycles(graph) == []
 
 
@@ -171,3 +171,63 @@ def test_no_test_module_imports_another() -> None:
                 if name.startswith("tests.test_") or name.startswith("test_"):
                     found.setdefault(str(path.relative_to(tests)), []).append(name)
     assert found == {}
+
+
+LAYERS: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "specs": frozenset(),
+    "host": frozenset({"core"}),
+    "health": frozenset({"core"}),
+    "backends": frozenset({"core", "host", "specs"}),
+    "settings": frozenset({"core", "health"}),
+    "engine": frozenset({"core", "host", "backends", "health", "settings"}),
+    "views": frozenset({"core", "host", "health"}),
+    "probe": frozenset({"core", "specs"}),
+    "fleet": frozenset({"core", "health"}),
+    "export": frozenset({"core", "host", "health", "engine"}),
+    "tui": frozenset(
+        {"core", "host", "engine", "health", "fleet", "probe", "specs", "views", "settings"}
+    ),
+    "commands": frozenset(
+        {"core", "host", "engine", "health", "backends", "views", "probe", "fleet", "export"}
+        | {"specs", "tui", "settings"}
+    ),
+}
+"""Each package and the packages it may import at run time, bottom up (docs/architecture.md
+draws them): the model knows nothing of the machine, host facts nothing of drivers, backends
+nothing of health rules, views and exporters nothing of commands. ``cli`` and ``__main__`` sit on
+top and may import anything."""
+
+TOP = frozenset({"gputui", "gputui.cli", "gputui.__main__"})
+
+
+def package_of(name: str) -> str:
+    return name.split(".")[1]
+
+
+def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    breaches = []
+    for name, imports in sorted(graph.items()):
+        if name in TOP:
+            continue
+        layer = package_of(name)
+        allowed = LAYERS[layer] | {layer}
+        for target in sorted(imports - {"gputui"}):
+            if target not in TOP and package_of(target) not in allowed:
+                breaches.append(f"{name} -> {target}")
+            elif target in TOP:
+                breaches.append(f"{name} -> {target}")
+    return breaches
+
+
+def test_the_layer_checker_finds_a_breach() -> None:
+    graph = {"gputui.core.model": {"gputui.tui.app"}, "gputui.tui.app": {"gputui.core.model"}}
+    assert layer_breaches(graph) == ["gputui.core.model -> gputui.tui.app"]
+
+
+def test_every_module_sits_in_a_layer_and_imports_only_below_it() -> None:
+    modules = module_names()
+    loose = sorted(n for n in modules if n not in TOP and package_of(n) not in LAYERS)
+    assert loose == [], "modules outside every layer: add them to a package and to LAYERS"
+    graph = {name: run_time_imports(name, path, modules) for name, path in modules.items()}
+    assert layer_breaches(graph) == []

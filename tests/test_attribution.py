@@ -13,13 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 
-from gputui.attribution import Attribution, AttributionReader, parse_cgroup
-from gputui.fakeclock import fake_clock_sampler
-from gputui.model import MAX_NAME_CHARS, ProcessSample
-from gputui.report import render_snapshot
-from gputui.slurmjobs import SlurmJobs, parse_show_job
-from gputui.workload import (
+from gputui.core.model import MAX_NAME_CHARS, ProcessSample
+from gputui.host.attribution import Attribution, AttributionReader, parse_cgroup
+from gputui.host.slurmjobs import SlurmJobs, parse_show_job
+from gputui.host.workload import (
     attribution_rows,
     has_workloads,
     usage_by,
@@ -27,6 +26,7 @@ from gputui.workload import (
     workload_of,
     workload_words,
 )
+from gputui.views.report import render_snapshot
 
 CID = "5e277ec3818f2aa40af6b887e5098fb0052d5c0e364326dd100038455d7fc3fb"
 CID2 = "0177f041ab0f" + "b" * 52

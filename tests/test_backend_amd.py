@@ -39,7 +39,7 @@ from gputui.backends.amd import (
 )
 from gputui.backends.amd.links import xgmi_link_gbps
 from gputui.backends.base import BackendUnavailable
-from gputui.model import SLOW_SAMPLE_FIELDS, SLOW_TIER_FIELDS, THROTTLE_REASONS, LinkSample
+from gputui.core.model import SLOW_SAMPLE_FIELDS, SLOW_TIER_FIELDS, THROTTLE_REASONS, LinkSample
 
 T0 = 1_700_000_000.0
 
@@ -47,7 +47,7 @@ T0 = 1_700_000_000.0
 @pytest.fixture(autouse=True)
 def _no_host_sysfs(monkeypatch, tmp_path):
     """The fakes' BDFs may exist on the test machine: never read its real local_cpulist."""
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 def opened(*gpus, **knobs):
@@ -895,7 +895,7 @@ def test_numa_node_comes_from_the_pci_devices_sysfs(monkeypatch, tmp_path):
         device = tmp_path / bdf
         device.mkdir()
         (device / "numa_node").write_text(node + "\n")
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path)
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path)
     fake = mi300x_node(count=3)  # amdsmi says 0, 0, 1
     _backend, node = open_node(fake)
     # sysfs 1 wins; -1 (unknown) there leaves amdsmi's answer; no sysfs entry: amdsmi's.
@@ -1056,7 +1056,7 @@ def test_cpu_affinity_from_sysfs(monkeypatch, tmp_path):
     device = tmp_path / "0000:05:00.0"
     device.mkdir()
     (device / "local_cpulist").write_text("0-47\n")
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path)
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path)
     _backend, node = open_node(mi300x_node(count=2))
     assert [loc.cpu_affinity for loc in node.topology.locality] == ["0-47", None]
 

@@ -15,9 +15,9 @@ from tests.fakes.fake_amdsmi import (
 )
 
 from gputui.backends.amd import AmdSmiBackend
+from gputui.core.model import Snapshot
 from gputui.health import HealthConfig, HealthMonitor
-from gputui.model import Snapshot
-from gputui.report import render_snapshot
+from gputui.views.report import render_snapshot
 
 T0 = 1_700_000_000.0
 MI300X = "AMD Instinct MI300X"
@@ -42,7 +42,7 @@ DEVICE_WIDE_FIELDS = (
 @pytest.fixture(autouse=True)
 def _no_host_sysfs(monkeypatch, tmp_path):
     """The fakes' BDFs may exist on the test machine: never read its real sysfs."""
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 def opened(fake):
@@ -150,7 +150,7 @@ def test_locality_of_a_secondary_comes_from_its_own_address_else_its_pci_device(
         device.mkdir()
         (device / "numa_node").write_text(node_id + "\n")
         (device / "local_cpulist").write_text(cpus + "\n")
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path)
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path)
     fake = mi300x_cpx_node(1)
     for gpu in fake.gpus:
         gpu.numa_node = 7  # what amdsmi would say: sysfs wins
@@ -207,8 +207,9 @@ def test_whether_secondaries_mirror_their_primary(rocm, secondaries_answer_the_m
 
 @pytest.mark.usefixtures("tui_env")
 async def test_dashboard_shows_secondaries_as_partitions_not_as_broken_gpus():
-    from gputui.fakeclock import FakeClock
-    from gputui.sampler import Sampler
+    from tests.fakes.clock import FakeClock
+
+    from gputui.engine.sampler import Sampler
     from gputui.tui.app import GpuTuiApp
     from gputui.tui.messages import SnapshotReady
     from gputui.tui.widgets.gpu_pieces import LOST_TEXT, NOT_ANSWERING_TEXT

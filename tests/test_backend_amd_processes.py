@@ -4,13 +4,13 @@ every GPU, and an empty list for a caller without root. Against the fake ``amdsm
 from __future__ import annotations
 
 import pytest
+from tests.fakes.clock import FakeClock
 from tests.fakes.fake_amdsmi import FakeAmdProcess, GiB, MiB, make_fake_amdsmi, mi210_gpu
 
 from gputui.backends.amd import AmdSmiBackend
-from gputui.fakeclock import FakeClock
+from gputui.core.model import GpuSample, NodeInfo, Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.health import HealthConfig, HealthMonitor
-from gputui.model import GpuSample, NodeInfo, Snapshot
-from gputui.sampler import Sampler
 
 T0 = 1_700_000_000.0
 BDFS = ("0000:03:00.0", "0000:43:00.0", "0000:83:00.0")
@@ -18,7 +18,7 @@ BDFS = ("0000:03:00.0", "0000:43:00.0", "0000:83:00.0")
 
 @pytest.fixture(autouse=True)
 def _no_host_sysfs(monkeypatch, tmp_path):
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 def node_of(*processes: list[FakeAmdProcess], **knobs):

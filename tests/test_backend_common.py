@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputui.backends.common import CounterRates, UnsupportedCalls
-from gputui.pci import (
+from gputui.core.pci import (
     PciAddress,
     canonical_pci_bus_id,
     local_cpulist,

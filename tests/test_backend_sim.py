@@ -10,7 +10,7 @@ import pytest
 
 from gputui.backends.base import BackendUnavailable
 from gputui.backends.sim import SCENARIOS, SimBackend
-from gputui.model import SLOW_TIER_FIELDS, THROTTLE_TROUBLE, Snapshot
+from gputui.core.model import SLOW_TIER_FIELDS, THROTTLE_TROUBLE, Snapshot
 
 T0 = 1_700_000_000.0
 GIB = 1 << 30
@@ -77,7 +77,7 @@ def test_snapshot_of_sim_survives_json_round_trip() -> None:
     )
     import json
 
-    from gputui.codec import snapshot_from_dict, snapshot_to_json
+    from gputui.core.codec import snapshot_from_dict, snapshot_to_json
 
     assert snapshot_from_dict(json.loads(snapshot_to_json(snap))) == snap
 

@@ -15,15 +15,15 @@ import pytest
 from tests.factories import REASONS, run_gputui
 from tests.fakes import kernel_log as klog
 from tests.fakes.checks import check_json, findings_of
+from tests.fakes.clock import T0, FakeClock
 from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, MiB, make_fake_nvml
 
 from gputui import cli
 from gputui.backends import NoBackend
 from gputui.commands import check
 from gputui.commands.common import Common
-from gputui.fakeclock import T0, FakeClock
+from gputui.commands.settings_from_args import settings_for
 from gputui.health.config import effective_user
-from gputui.settings.command_line import settings_for
 
 A100_GPU0_XID63 = "[ 1234.5] NVRM: Xid (PCI:0000:17:00): 63, pid=1234, Row Remapper: New row marked"
 
@@ -188,7 +188,7 @@ def test_an_amd_node_is_told_amd_smi_commands(monkeypatch, capsys, tmp_path) -> 
         fake.gpus[2], bad_pages=[(0x2000, 4096, 1)], ecc_uncorrectable=2
     )
     monkeypatch.setitem(sys.modules, "amdsmi", fake)
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
     code, out = run("amd", capsys, environ={"CUDA_VISIBLE_DEVICES": "0,1,2,7"})
     assert code == 2 and "GPU 2   retired memory pages pending" in out
     assert "amd-smi reset -G -g 2" in out and "amd-smi bad-pages -g 2" in out
@@ -205,7 +205,7 @@ def test_an_nvidia_node_is_told_nvidia_smi_commands(monkeypatch, capsys, tmp_pat
     fake.__file__ = "pynvml.py"  # nvidia-ml-py's module, not the old package of that name
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setattr(NvmlBackend, "event_wait_ms", 20)
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
     code, out = run("nvml", capsys, environ={"CUDA_VISIBLE_DEVICES": "0,1,7"})
     assert code == 2 and "GPU 1   retired memory pages pending" in out
     assert "nvidia-smi -r -i 1" in out and "nvidia-smi -q -d PAGE_RETIREMENT -i 1" in out
@@ -329,7 +329,7 @@ XID79_GPU0 = "NVRM: Xid (PCI:0000:17:00): 79, pid=1234, name=python, GPU has fal
 def booted_hours_ago(monkeypatch, hours: float) -> None:
     """The node booted this long before the check's fake clock starts (kernel-log stamps count
     from boot)."""
-    monkeypatch.setattr("gputui.xid.boot_time", lambda: T0 - hours * 3600)
+    monkeypatch.setattr("gputui.core.xid.boot_time", lambda: T0 - hours * 3600)
 
 
 def test_mig_xid_in_the_kernel_log_names_the_instance(monkeypatch, capsys) -> None:
@@ -366,7 +366,7 @@ def test_xid_older_than_the_window_does_not_fail_the_check(monkeypatch, capsys) 
     assert run("sim:a100-pcie", capsys, xid_window_hours=None, **opts)[0] == 2
     # without the boot time the log's stamps cannot be placed: the XID counts (never a false
     # "healthy")
-    monkeypatch.setattr("gputui.xid.boot_time", lambda: None)
+    monkeypatch.setattr("gputui.core.xid.boot_time", lambda: None)
     assert run("sim:a100-pcie", capsys, **opts)[0] == 2
 
 
@@ -434,7 +434,7 @@ def test_require_idle_fails_on_memory_held_by_a_pid_hidden_by_hidepid(tmp_path, 
     from tests.fakes.proc import fake_proc
 
     from gputui.backends.nvml import NvmlBackend
-    from gputui.pidns import PROC_PID_INIT_INO
+    from gputui.host.pidns import PROC_PID_INIT_INO
 
     hiding = "22 26 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw,hidepid=2\n"
     root = fake_proc(tmp_path / "proc", ns_inode=PROC_PID_INIT_INO, mountinfo=hiding)

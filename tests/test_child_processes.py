@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.slurmjobs import SlurmJobs
+from gputui.host.slurmjobs import SlurmJobs
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 

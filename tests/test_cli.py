@@ -123,7 +123,7 @@ def test_snapshot_text_lists_findings_after_the_gpu_table(capsys) -> None:
 
 
 def test_snapshot_text_says_no_findings_on_a_healthy_node(sim_sampler) -> None:
-    from gputui.report import render_snapshot
+    from gputui.views.report import render_snapshot
 
     snapshot = sim_sampler("rtx4090", polls=1).latest
     assert snapshot.findings == ()  # no health monitor on this sampler
@@ -152,8 +152,8 @@ def test_snapshot_text_columns_line_up_with_wide_user_names(sim_sampler) -> None
     """Columns are measured in terminal cells: a CJK user name is two cells a character."""
     import dataclasses
 
-    from gputui.format import cell_width, fmt_bytes
-    from gputui.report import render_snapshot
+    from gputui.core.format import cell_width, fmt_bytes
+    from gputui.views.report import render_snapshot
 
     snapshot = sim_sampler("dgx-h100", polls=1).latest
     users = ["田中太郎", "bob", "\x1b[31mmallory"]

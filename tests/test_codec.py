@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 
-from gputui import codec, record
-from gputui.codec import (
+from gputui.commands.check import run_check
+from gputui.core import codec, record
+from gputui.core.codec import (
     OMIT_DEFAULT,
     CodecError,
     decode,
@@ -19,10 +21,8 @@ from gputui.codec import (
     snapshot_from_dict,
     snapshot_to_dict,
 )
-from gputui.commands.check import run_check
-from gputui.fakeclock import fake_clock_sampler
-from gputui.model import GpuSample, HostSample, NodeInfo, ProcessSample, Snapshot
-from gputui.record import read_recording
+from gputui.core.model import GpuSample, HostSample, NodeInfo, ProcessSample, Snapshot
+from gputui.core.record import read_recording
 
 DATA = Path(__file__).parent / "data"
 SCHEMA_1_RECORDING = DATA / "recording-schema1.jsonl.gz"

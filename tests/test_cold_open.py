@@ -17,7 +17,7 @@ from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.base import OpenProgress
 from gputui.commands.check import COLD_OPEN_ALLOWANCE_S, Watchdog
-from gputui.opening import Opening, OpenTimedOut, ends_cleanly, stuck
+from gputui.engine.opening import Opening, OpenTimedOut, ends_cleanly, stuck
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 

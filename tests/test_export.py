@@ -20,18 +20,18 @@ pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from tests.factories import faulty_collector, scrape
+from tests.fakes.clock import fake_clock_sampler
 
 import gputui
 from gputui import cli, export
 from gputui.commands import export as export_command
 from gputui.commands.common import Seams
 from gputui.commands.export import ExportOptions
+from gputui.core.model import SEVERITY_ORDER, ProcessSample
+from gputui.engine.session import BackendSpec, default_health
 from gputui.export import server as export_server
 from gputui.export.collector import ATTRIBUTION_LABELS
-from gputui.fakeclock import fake_clock_sampler
 from gputui.health import gpu_severity
-from gputui.model import SEVERITY_ORDER, ProcessSample
-from gputui.session import BackendSpec, default_health
 
 MIB = 1024 * 1024
 LOST = 3  # the faulty scenario's GPU that falls off the bus

@@ -26,8 +26,8 @@ from tests.fakes.prometheus_answers import (
 )
 
 from gputui import cli
-from gputui.codec import encode
 from gputui.commands import fleet as fleet_command
+from gputui.core.codec import encode
 from gputui.fleet import promql
 from gputui.fleet.build import build_fleet
 from gputui.fleet.client import (

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gputui.format import (
+from gputui.core.format import (
     NA,
     cell_width,
     clip,

@@ -10,8 +10,19 @@ from pathlib import Path
 
 import pytest
 from tests.factories import GIB, T, info, proc, run, sample, snap
+from tests.fakes.clock import fake_clock_sampler
 
-from gputui.fakeclock import fake_clock_sampler
+from gputui.core.model import (
+    Finding,
+    GpuEvent,
+    GpuInfo,
+    LinkInfo,
+    LinkSample,
+    MigDeviceInfo,
+    NodeInfo,
+    Snapshot,
+    Topology,
+)
 from gputui.health import (
     RULES,
     HealthConfig,
@@ -24,17 +35,6 @@ from gputui.health import (
     worst,
 )
 from gputui.health.rollup import NewFindings
-from gputui.model import (
-    Finding,
-    GpuEvent,
-    GpuInfo,
-    LinkInfo,
-    LinkSample,
-    MigDeviceInfo,
-    NodeInfo,
-    Snapshot,
-    Topology,
-)
 
 # -- rules: trigger and near miss --------------------------------------------------------------
 
@@ -136,7 +136,7 @@ def test_xid_on_a_mig_instance_names_it() -> None:
 
 
 def test_kernel_log_xid_before_a_driver_load_is_history() -> None:
-    from gputui.format import fmt_datetime
+    from gputui.core.format import fmt_datetime
 
     events = (_kxid(79, 0, T - 3600), _marker("driver_loaded", T - 1800))
     (f,) = run("xid", snap(), events=events)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from gputui.history import PROCESS_RETENTION_S, History
-from gputui.model import GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.core.history import PROCESS_RETENTION_S, History
+from gputui.core.model import GpuSample, NodeInfo, ProcessSample, Snapshot
 
 NODE = NodeInfo(hostname="h", backend="test", gpus=())
 
@@ -67,7 +67,7 @@ def test_clear_forgets_everything() -> None:
 def test_ring_keeps_the_newest_values_in_order() -> None:
     import math
 
-    from gputui.history import Ring
+    from gputui.core.history import Ring
 
     ring = Ring(4)
     assert ring.tail() == [] and len(ring) == 0

@@ -14,10 +14,10 @@ import psutil
 import pytest
 from tests.fakes.proc import OTHER_NS_INODE, PLAIN_PROC, fake_proc, stat_line
 
-from gputui.host import ProcessEnricher, read_host
-from gputui.model import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ProcessSample
-from gputui.pidns import PROC_PID_INIT_INO, detect_pid_namespace
-from gputui.procstat import CMDLINE_CUT, PF_KTHREAD
+from gputui.core.model import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ProcessSample
+from gputui.host.pidns import PROC_PID_INIT_INO, detect_pid_namespace
+from gputui.host.processes import ProcessEnricher, read_host
+from gputui.host.procstat import CMDLINE_CUT, PF_KTHREAD
 
 
 def test_read_host_reports_this_machine() -> None:
@@ -58,8 +58,8 @@ JOB_CGROUP = "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n"
 
 def attributing_enricher(tmp_path, cgroup: str, scontrol=None) -> ProcessEnricher:
     """An enricher whose cgroup reads come from a fake /proc holding this test's own PID."""
-    from gputui.attribution import AttributionReader
-    from gputui.slurmjobs import SlurmJobs
+    from gputui.host.attribution import AttributionReader
+    from gputui.host.slurmjobs import SlurmJobs
 
     proc = tmp_path / "proc" / str(os.getpid())
     proc.mkdir(parents=True)

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from tests.factories import lines_of, record
+from tests.fakes.clock import T0
 
 from gputui import cli
 from gputui.backends.replay import ReplayBackend
-from gputui.fakeclock import T0
-from gputui.record import MAX_LINE_BYTES, RecordingError, read_recording
+from gputui.core.record import MAX_LINE_BYTES, RecordingError, read_recording
 
 READINGS = 4
 ESC = "\x1b"
@@ -242,7 +242,7 @@ def test_runs_of_empty_lines_are_counted_not_held(tmp_path, good) -> None:
 
 
 def test_a_gzip_bomb_stops_at_the_expansion_bound(tmp_path, good, monkeypatch) -> None:
-    monkeypatch.setattr("gputui.record._EXPANSION_FLOOR", 4 << 20)
+    monkeypatch.setattr("gputui.core.record._EXPANSION_FLOOR", 4 << 20)
     path = gzip_of(tmp_path / "bomb.jsonl.gz", good[0] + b"\n", b"\n" * (1 << 20), 32 << 20)
     with pytest.raises(RecordingError, match="expands more than 250 times"):
         read_recording(path)
@@ -271,7 +271,7 @@ def test_a_long_line_within_the_bound_still_reads(tmp_path, good) -> None:
 
 MEMORY_PROBE = """
 import sys
-from gputui.record import RecordingError, read_recording
+from gputui.core.record import RecordingError, read_recording
 from gputui.backends.replay import ReplayBackend
 for read in (read_recording, lambda p: ReplayBackend(p).open()):
     try:
@@ -437,7 +437,7 @@ async def test_the_dashboard_says_which_line_does_not_fit(tmp_path, good) -> Non
     the dashboard goes on running."""
     import asyncio
 
-    from gputui.session import BackendSpec, open_session
+    from gputui.engine.session import BackendSpec, open_session
     from gputui.tui.app import GpuTuiApp
 
     bad = mutated(good, 1, _set("processes", 0, "command", value=123))

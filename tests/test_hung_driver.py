@@ -19,7 +19,7 @@ import pytest
 from tests.fakes.hung import hung_sampler
 from tests.fakes.terminal import Terminal
 
-from gputui.sampler import BackendBusy
+from gputui.engine.sampler import BackendBusy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -227,7 +227,7 @@ def test_record_ends_on_time_and_says_readings_were_missing(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started < 15
     assert "readings are missing: NVML did not answer" in result.stderr
-    from gputui.record import read_recording
+    from gputui.core.record import read_recording
 
     recording = read_recording(path)
     assert any(s.stall is not None for s in recording.snapshots)  # the gap, as it was
@@ -239,7 +239,7 @@ def test_check_replay_of_a_recording_that_ends_with_the_driver_hung_fails(
     """The recording's last readings repeat the values from before the hang, marked as not
     answered: a replay is judged by that too, not by the stale values alone."""
     from gputui import cli
-    from gputui.record import Recorder, read_recording
+    from gputui.core.record import Recorder, read_recording
 
     sampler, gpu = hung_sampler(wedged, after=10_000)
     path = tmp_path / "hung.jsonl"

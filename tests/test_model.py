@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gputui.codec import snapshot_from_dict, snapshot_to_json
-from gputui.model import (
+from gputui.core.codec import snapshot_from_dict, snapshot_to_json
+from gputui.core.model import (
     SCHEMA_VERSION,
     GpuInfo,
     GpuLocality,

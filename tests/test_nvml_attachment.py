@@ -19,9 +19,9 @@ from tests.fakes.fake_pynvml import (
 
 from gputui.backends.nvml import NvmlBackend
 from gputui.backends.nvml.attachment import BUS_PCIE, VIRTUALIZATION_MODES
-from gputui.model import GpuInfo, GpuSample
-from gputui.report import render_snapshot
-from gputui.topology import link_rows, link_summary
+from gputui.core.model import GpuInfo, GpuSample
+from gputui.core.topology import link_rows, link_summary
+from gputui.views.report import render_snapshot
 
 REAL = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04"
 COMPLETED = pynvml.NVML_GPU_FABRIC_STATE_COMPLETED
@@ -184,7 +184,7 @@ def test_grace_hopper_under_load_has_no_pcie_warning() -> None:
 def test_grace_hopper_snapshot_shows_the_c2c_link() -> None:
     from tests.fakes.checks import fake_driver
 
-    from gputui.session import open_session
+    from gputui.engine.session import open_session
 
     with fake_driver(make_fake_nvml([grace_hopper()])):
         session = open_session("nvml", interval=1.0, slow_interval=1.0, judge="none")

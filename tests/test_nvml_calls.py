@@ -21,7 +21,7 @@ from gputui.backends.nvml import (
     LOST_MESSAGE,
     NvmlBackend,
 )
-from gputui.model import SLOW_SAMPLE_FIELDS
+from gputui.core.model import SLOW_SAMPLE_FIELDS
 
 pytestmark = pytest.mark.usefixtures("nvml_backends")
 

@@ -22,7 +22,7 @@ from tests.fakes.fake_pynvml import (
 from gputui.backends.nvml import (
     NvmlBackend,
 )
-from gputui.model import GpuEvent
+from gputui.core.model import GpuEvent
 
 pytestmark = pytest.mark.usefixtures("nvml_backends")
 

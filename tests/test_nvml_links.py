@@ -22,7 +22,7 @@ from gputui.backends.nvml import (
     NvmlBackend,
     format_cpu_list,
 )
-from gputui.model import Topology
+from gputui.core.model import Topology
 
 pytestmark = pytest.mark.usefixtures("nvml_backends")
 
@@ -261,7 +261,7 @@ def test_no_sysfs_means_unknown_locality() -> None:
     [("0", 0), ("1\n", 1), ("-1", None), ("", None), ("x", None), (None, None)],
 )
 def test_pci_numa_node_reads_sysfs(tmp_path, content: str | None, node: int | None) -> None:
-    from gputui.pci import numa_node
+    from gputui.core.pci import numa_node
 
     device = tmp_path / "0000:c1:00.0"
     device.mkdir()
@@ -537,7 +537,7 @@ def test_per_link_error_counters_are_read_again_only_when_the_totals_move() -> N
 def test_topology_can_wait_for_the_first_reading() -> None:
     """The dashboard opens NVML without the slow wiring discovery; the sampler finds it before
     the first reading, and the snapshot's node carries it."""
-    from gputui.sampler import Sampler
+    from gputui.engine.sampler import Sampler
 
     fake = make_fake_nvml([FakeGpu(nvlinks=nvswitch_links(4)), FakeGpu(nvlinks=nvswitch_links(4))])
     backend = NvmlBackend(fake)

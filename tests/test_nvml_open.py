@@ -21,7 +21,7 @@ from gputui.backends.base import BackendUnavailable
 from gputui.backends.nvml import (
     NvmlBackend,
 )
-from gputui.model import GpuSample
+from gputui.core.model import GpuSample
 
 pytestmark = pytest.mark.usefixtures("nvml_backends")
 

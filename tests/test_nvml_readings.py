@@ -17,7 +17,7 @@ from tests.fakes.fake_pynvml import (
 from gputui.backends.nvml import (
     decode_throttle_reasons,
 )
-from gputui.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS
+from gputui.core.model import SLOW_SAMPLE_FIELDS, THROTTLE_REASONS
 
 pytestmark = pytest.mark.usefixtures("nvml_backends")
 

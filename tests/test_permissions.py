@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.model import ProcessSample
+from gputui.core.model import ProcessSample
 from gputui.tui import permissions
 from gputui.tui.permissions import can_signal, signal_refusal
 

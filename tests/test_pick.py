@@ -7,11 +7,11 @@ import pytest
 
 from gputui import cli
 from gputui.backends import NoBackend
-from gputui.choosing import Criteria, choose, distance, judge
 from gputui.commands import pick
 from gputui.commands.common import Seams
 from gputui.commands.pick import PickOptions, parse_size, render_pick
-from gputui.model import (
+from gputui.core.choosing import Criteria, choose, distance, judge
+from gputui.core.model import (
     Finding,
     GpuInfo,
     GpuPath,
@@ -22,7 +22,7 @@ from gputui.model import (
     Snapshot,
     Topology,
 )
-from gputui.session import BackendSpec
+from gputui.engine.session import BackendSpec
 
 GIB = 1024**3
 T = 1_700_000_000.0

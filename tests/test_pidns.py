@@ -20,17 +20,17 @@ from tests.fakes.proc import (
 )
 
 from gputui.backends.base import Backend
-from gputui.codec import snapshot_from_dict, snapshot_to_dict
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
-from gputui.pidns import (
+from gputui.core.codec import snapshot_from_dict, snapshot_to_dict
+from gputui.core.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.engine.sampler import Sampler
+from gputui.host.pidns import (
     PROC_PID_INIT_INO,
     detect_pid_namespace,
     in_host_pid_namespace,
     proc_hides_processes,
 )
-from gputui.procstat import PF_KTHREAD, is_kernel_thread, parse_stat
-from gputui.report import render_snapshot
-from gputui.sampler import Sampler
+from gputui.host.procstat import PF_KTHREAD, is_kernel_thread, parse_stat
+from gputui.views.report import render_snapshot
 
 KTHREADD = stat_line(2, "kthreadd", ppid=0, flags=0x208040)  # PF_KTHREAD set, as on this kernel
 
@@ -74,9 +74,9 @@ CHILD = textwrap.dedent(
     """
     import json, os, signal
     from gputui.backends.base import Backend
-    from gputui.host import ProcessEnricher
-    from gputui.model import ProcessSample
-    from gputui.signals import ProcessRef, SignalRefused
+    from gputui.host.processes import ProcessEnricher
+    from gputui.core.model import ProcessSample
+    from gputui.host.signals import ProcessRef, SignalRefused
     import psutil
 
     class Live(Backend):

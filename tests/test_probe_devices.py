@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from tests.fakes.fake_probe_worker import FAKE
 
-from gputui.codec import encode
-from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
+from gputui.core.codec import encode
+from gputui.core.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, Snapshot
 from gputui.probe import devices as D
 from gputui.probe import runner as R
 from gputui.probe.output import probe_output, spec_summary

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui import codec
-from gputui.model import GpuInfo, NodeInfo
+from gputui.core import codec
+from gputui.core.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
 from gputui.probe.output import result_output
 from gputui.probe.protocol import Result

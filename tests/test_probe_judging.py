@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.codec import encode
-from gputui.model import GpuInfo, GpuPath, LinkInfo, NodeInfo, Snapshot, Topology
+from gputui.core.codec import encode
+from gputui.core.model import GpuInfo, GpuPath, LinkInfo, NodeInfo, Snapshot, Topology
 from gputui.probe import pairs as P
 from gputui.probe import runner as R
 from gputui.probe import verdict as V

@@ -12,8 +12,8 @@ import pytest
 from tests.fakes.fake_probe_worker import FAKE
 
 from gputui import cli
-from gputui.codec import encode
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
+from gputui.core.codec import encode
+from gputui.core.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
 from gputui.probe import runner as R
 from gputui.probe import verdict as V
 from gputui.probe.output import probe_output
@@ -322,7 +322,7 @@ def test_demo_with_cpu_probes_the_cpu_and_says_so(fake, monkeypatch, capsys) -> 
 def test_no_usable_gpu_is_a_failure_that_says_why(monkeypatch, capsys) -> None:
     from gputui.backends import NoBackend
     from gputui.commands import probe as probe_command
-    from gputui.session import BackendSpec
+    from gputui.engine.session import BackendSpec
 
     reasons = [("NVML", "libnvidia-ml.so.1 not found"), ("AMD-SMI", "amdsmi not installed")]
 

@@ -15,11 +15,11 @@ import pytest
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.nvml import NvmlBackend
-from gputui.codec import encode, snapshot_from_dict
 from gputui.commands.check import CheckOptions, run_replay_check
+from gputui.core.codec import encode, snapshot_from_dict
+from gputui.core.model import Snapshot
+from gputui.engine.session import BackendSpec
 from gputui.health import HealthConfig, HealthMonitor
-from gputui.model import Snapshot
-from gputui.session import BackendSpec
 
 REAL = Path(__file__).parent / "data" / "real" / "h100-sxm5-580.159.04"
 MIB = 1 << 20
@@ -187,7 +187,7 @@ def test_the_real_recording_replays_healthy(capsys: pytest.CaptureFixture[str]) 
 
 def test_numa_node_on_a_one_node_vm_is_that_node_as_nvidia_smi_says(tmp_path: Path) -> None:
     """On the real VM the device's sysfs numa_node is -1 while nvidia-smi topo -m shows 0."""
-    from gputui import pci
+    from gputui.core import pci
 
     devices, nodes = tmp_path / "devices", tmp_path / "node"
     (devices / "0000:00:06.0").mkdir(parents=True)

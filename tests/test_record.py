@@ -8,10 +8,10 @@ import json
 
 import pytest
 from tests.factories import lines_of, record
+from tests.fakes.clock import fake_clock_sampler
 
-from gputui.fakeclock import fake_clock_sampler
-from gputui.model import Snapshot
-from gputui.record import (
+from gputui.core.model import Snapshot
+from gputui.core.record import (
     Recorder,
     RecordingError,
     RecordingReader,

@@ -8,15 +8,15 @@ import signal
 
 import pytest
 from tests.factories import lines_of, record
+from tests.fakes.clock import T0, fake_clock_sampler
 
 from gputui import cli
 from gputui.backends import create_backend
 from gputui.backends.base import BackendUnavailable
 from gputui.backends.replay import ReplayBackend
-from gputui.codec import snapshot_to_json
-from gputui.fakeclock import T0, fake_clock_sampler
-from gputui.record import Recorder, read_recording
-from gputui.session import sampler_for
+from gputui.core.codec import snapshot_to_json
+from gputui.core.record import Recorder, read_recording
+from gputui.engine.session import sampler_for
 
 
 class Wall:

@@ -7,10 +7,11 @@ import signal
 import threading
 import time
 
+from tests.fakes.clock import FakeClock
+
 from gputui.backends.base import Backend
-from gputui.fakeclock import FakeClock
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample
-from gputui.sampler import Sampler
+from gputui.core.model import GpuInfo, GpuSample, NodeInfo, ProcessSample
+from gputui.engine.sampler import Sampler
 
 
 class CountingBackend(Backend):
@@ -166,7 +167,7 @@ def test_signal_goes_through_the_backend_and_close_closes_it() -> None:
 
 
 def test_events_and_findings_ride_on_each_snapshot() -> None:
-    from gputui.model import Finding, GpuEvent
+    from gputui.core.model import Finding, GpuEvent
 
     backend = CountingBackend()
     queued = [GpuEvent(timestamp=1000.0, kind="xid", gpu_index=1, code=79)]

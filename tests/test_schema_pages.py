@@ -12,21 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 from tests.fakes.fake_probe_worker import FAKE
 from tests.fakes.hung import hung_sampler
 from tests.fakes.prometheus_answers import BASE, recorded_source, synthetic_source
 from tests.schema_pages import declared, differences, documented, emitted
 
 from gputui import cli
-from gputui.codec import encode, snapshot_to_json
 from gputui.commands import fleet as fleet_command
-from gputui.fakeclock import fake_clock_sampler
+from gputui.core.codec import encode, snapshot_to_json
+from gputui.core.model import Snapshot
+from gputui.core.topology_output import TopologyOutput
 from gputui.fleet.output import FleetOutput
 from gputui.health.check_output import CheckOutput
-from gputui.model import Snapshot
 from gputui.probe import runner
 from gputui.probe.output import ProbeOutput, probe_output
-from gputui.topology_output import TopologyOutput
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:

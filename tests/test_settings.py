@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 
 from gputui import cli
-from gputui.fakeclock import fake_clock_sampler
-from gputui.session import open_session
+from gputui.commands.settings_from_args import settings_for
+from gputui.engine.session import open_session
 from gputui.settings import Settings, find_line, load_settings
-from gputui.settings.command_line import settings_for
 from gputui.settings.init_file import default_file_text
 from gputui.settings.keys import KEYMAP, KEYS
 

@@ -14,13 +14,13 @@ import psutil
 import pytest
 from tests.fakes.proc import OTHER_NS_INODE, fake_proc, stat_line
 
-from gputui import signals
 from gputui.backends.base import Backend
-from gputui.model import NodeInfo
-from gputui.pidns import PROC_PID_INIT_INO
-from gputui.procstat import PF_KTHREAD, is_kernel_thread
-from gputui.sampler import Sampler
-from gputui.signals import (
+from gputui.core.model import NodeInfo
+from gputui.engine.sampler import Sampler
+from gputui.host import signals
+from gputui.host.pidns import PROC_PID_INIT_INO
+from gputui.host.procstat import PF_KTHREAD, is_kernel_thread
+from gputui.host.signals import (
     IdentityUnknown,
     OtherPidNamespace,
     ProcessChanged,

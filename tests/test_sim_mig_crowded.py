@@ -13,8 +13,8 @@ import pytest
 
 from gputui import cli
 from gputui.backends.sim import SimBackend
-from gputui.mig import mig_profile
-from gputui.report import render_snapshot
+from gputui.core.mig import mig_profile
+from gputui.views.report import render_snapshot
 
 T0 = 1_700_000_000.0
 MIB = 1 << 20
@@ -149,8 +149,8 @@ def test_mig_is_deterministic_under_a_seed() -> None:
 
 
 def test_mig_snapshot_round_trips_through_json() -> None:
-    from gputui.codec import snapshot_from_dict, snapshot_to_json
-    from gputui.model import Snapshot
+    from gputui.core.codec import snapshot_from_dict, snapshot_to_json
+    from gputui.core.model import Snapshot
 
     backend = sim("mig")
     now = T0 + 9.0

@@ -10,8 +10,8 @@ import pytest
 
 from gputui import cli
 from gputui.backends import NoBackend
-from gputui.codec import encode
-from gputui.model import (
+from gputui.core.codec import encode
+from gputui.core.model import (
     GpuInfo,
     GpuLocality,
     GpuPath,
@@ -22,7 +22,7 @@ from gputui.model import (
     Snapshot,
     Topology,
 )
-from gputui.topology import (
+from gputui.core.topology import (
     LEGEND,
     Cell,
     LinkRow,
@@ -34,7 +34,7 @@ from gputui.topology import (
     link_rows,
     render_text,
 )
-from gputui.topology_output import topology_output
+from gputui.core.topology_output import topology_output
 
 T = 1_700_000_000.0
 

@@ -17,9 +17,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from gputui.format import fmt_pct
-from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, MigSample, Snapshot
-from gputui.sampler import Sampler
+from gputui.core.format import fmt_pct
+from gputui.core.model import GpuInfo, GpuSample, MigDeviceInfo, MigSample, Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.messages import SamplerFailed, SnapshotReady
 from gputui.tui.screens.dashboard import TOO_SMALL_TEXT, DashboardScreen, choose_layout
@@ -383,7 +383,7 @@ async def test_readonly_disables_the_probe_and_recording_too(sim_sampler, tmp_pa
 async def test_the_signal_carries_the_start_time_shown(sim_sampler, monkeypatch) -> None:
     """The worker hands the backend the PID with the start time the dialog showed, so the backend
     can check, right before sending, that the PID still names that process."""
-    from gputui.signals import ProcessRef
+    from gputui.host.signals import ProcessRef
     from gputui.tui import permissions
 
     monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
@@ -404,7 +404,7 @@ async def test_the_signal_carries_the_start_time_shown(sim_sampler, monkeypatch)
 
 
 async def test_a_pid_that_changed_hands_is_refused_with_a_reason(sim_sampler, monkeypatch) -> None:
-    from gputui.signals import ProcessChanged
+    from gputui.host.signals import ProcessChanged
     from gputui.tui import permissions
 
     monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))

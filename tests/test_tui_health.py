@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from tests.factories import run, sample, snap
 
-from gputui.format import finding_text
+from gputui.core.format import finding_text
+from gputui.core.history import History
+from gputui.core.model import Finding, GpuSample, Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.health import RULES, HealthConfig
 from gputui.health.rollup import badge_text, gpu_status, node_summary, status_of, worst
-from gputui.history import History
-from gputui.model import Finding, GpuSample, Snapshot
-from gputui.sampler import Sampler
 from gputui.tui.app import MAX_FINDING_TOASTS, GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.messages import SnapshotReady
@@ -297,14 +297,14 @@ async def test_h_opens_the_findings_screen_with_message_and_hint(sim_sampler) ->
 async def test_an_amd_node_s_findings_name_amd_smi(monkeypatch, tmp_path) -> None:
     """The findings screen of an MI300X with a bad page pending retirement and lifetime ECC
     errors (the AMD backend on a fake amdsmi, judged by the real rules): amd-smi, no nvidia-smi."""
+    from tests.fakes.clock import FakeClock
     from tests.fakes.fake_amdsmi import mi300x_node
 
     from gputui.backends.amd import AmdSmiBackend
-    from gputui.fakeclock import FakeClock
+    from gputui.engine.session import sampler_for
     from gputui.health import HealthConfig, HealthMonitor
-    from gputui.session import sampler_for
 
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
     fake = mi300x_node(count=3)
     fake.gpus[2] = dataclasses.replace(
         fake.gpus[2], bad_pages=[(0x2000, 4096, 1)], ecc_uncorrectable=2

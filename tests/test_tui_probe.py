@@ -269,8 +269,8 @@ async def test_probe_key_help_and_palette(sim_sampler) -> None:
 
 async def test_probe_hidden_in_replay(sim_sampler, tmp_path) -> None:
     from gputui.backends.replay import ReplayBackend
-    from gputui.record import Recorder
-    from gputui.session import sampler_for
+    from gputui.core.record import Recorder
+    from gputui.engine.session import sampler_for
 
     live = sim_sampler("dgx-h100")
     path = tmp_path / "session.jsonl.gz"

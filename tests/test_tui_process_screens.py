@@ -6,13 +6,13 @@ import signal
 from typing import Any
 
 import pytest
+from tests.fakes.clock import FakeClock
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Label, Static
 
-from gputui.fakeclock import FakeClock
-from gputui.format import fmt_bytes
-from gputui.history import History
-from gputui.model import (
+from gputui.core.format import fmt_bytes
+from gputui.core.history import History
+from gputui.core.model import (
     MAX_COMMAND_CHARS,
     GpuInfo,
     GpuSample,

@@ -8,9 +8,9 @@ import dataclasses
 import signal
 
 import pytest
+from tests.fakes.clock import FakeClock
 
-from gputui.fakeclock import FakeClock
-from gputui.model import ProcessSample
+from gputui.core.model import ProcessSample
 from gputui.tui import permissions
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.messages import SnapshotReady

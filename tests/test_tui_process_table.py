@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from textual.app import App, ComposeResult
 
-from gputui.format import fmt_bytes
-from gputui.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
+from gputui.core.format import fmt_bytes
+from gputui.core.model import GpuInfo, GpuSample, MigDeviceInfo, NodeInfo, ProcessSample, Snapshot
 from gputui.tui.widgets.process_table import (
     COLUMN_KEYS,
     MIN_COMMAND_WIDTH,

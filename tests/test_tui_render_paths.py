@@ -171,7 +171,7 @@ async def test_dashboard_widgets_draw_as_textual_would(
 
 
 async def test_other_screens_draw_as_textual_would(sim_sampler) -> None:
-    from gputui.model import Finding
+    from gputui.core.model import Finding
     from gputui.tui.app import GpuTuiApp
 
     class OneFinding:  # a findings strip, as on a faulty node

@@ -3,7 +3,7 @@
 Replay tests drive a stand-in for ``gputui.backends.replay.ReplayBackend`` (the simulated backend
 plus the replay attributes the app uses, recording every call), so keys can be checked against the
 exact arguments they pass; the app is told to treat it as a replay backend. Recording tests use
-the real :class:`gputui.record.Recorder` and read the file back.
+the real :class:`gputui.core.record.Recorder` and read the file back.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import json
 import pytest
 
 from gputui.backends.sim import SimBackend
-from gputui.model import Snapshot
-from gputui.sampler import Sampler
+from gputui.core.model import Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.messages import SnapshotReady
@@ -380,7 +380,7 @@ async def test_a_failing_write_stops_the_recording(sim_sampler, tmp_path, monkey
         def close(self) -> None:
             self.closed = True
 
-    monkeypatch.setattr("gputui.record.Recorder", FullDisk)
+    monkeypatch.setattr("gputui.core.record.Recorder", FullDisk)
     sampler = sim_sampler("dgx-h100", polls=1)
     app = GpuTuiApp(sampler, start_sampler=False, record_dir=tmp_path)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -436,7 +436,7 @@ class Wall:
 @pytest.fixture
 def recording(tmp_path, sim_sampler):
     """Three minutes of the simulated DGX, one reading a second, recorded by the real Recorder."""
-    from gputui.record import Recorder
+    from gputui.core.record import Recorder
 
     sampler = sim_sampler("dgx-h100")
     path = tmp_path / "session.jsonl.gz"
@@ -450,7 +450,7 @@ def recording(tmp_path, sim_sampler):
 
 async def test_replaying_a_real_recording(recording) -> None:
     from gputui.backends.replay import ReplayBackend
-    from gputui.session import sampler_for
+    from gputui.engine.session import sampler_for
 
     wall = Wall()
     backend = ReplayBackend(recording, start_paused=True, monotonic=wall)
@@ -493,7 +493,7 @@ def test_a_live_session_does_not_import_replay_or_recording() -> None:
 
     script = """
 import asyncio, sys
-from gputui.fakeclock import fake_clock_sampler
+from tests.fakes.clock import fake_clock_sampler
 from gputui.tui.app import GpuTuiApp
 
 async def main():
@@ -502,7 +502,7 @@ async def main():
         await pilot.pause()
 
 asyncio.run(main())
-print(sorted(m for m in sys.modules if m in ("gputui.record", "gputui.backends.replay")))
+print(sorted(m for m in sys.modules if m in ("gputui.core.record", "gputui.backends.replay")))
 """
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60

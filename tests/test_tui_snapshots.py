@@ -70,7 +70,7 @@ T0 = 1_700_000_000.0
 
 
 def _finding(rule, severity, message, hint, gpu, at, *, active=True, last=None):
-    from gputui.model import Finding
+    from gputui.core.model import Finding
 
     key = f"{rule}:{'node' if gpu is None else gpu}"
     return Finding(rule, severity, message, hint, gpu, key, T0 + at, T0 + (last or 59), active)
@@ -198,8 +198,8 @@ def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
     minute, then paused at 1:30 and set to ×4. The title bar shows "REPLAY 00:01:30 / 00:02:59
     ×4 paused" instead of the interval; the footer has play/pause and the seek keys."""
     from gputui.backends.replay import ReplayBackend
-    from gputui.record import Recorder
-    from gputui.session import sampler_for
+    from gputui.core.record import Recorder
+    from gputui.engine.session import sampler_for
 
     live = sim_sampler("dgx-h100")
     path = tmp_path / "session.jsonl.gz"

@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from gputui.model import Snapshot
-from gputui.sampler import Sampler
+from gputui.core.model import Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.messages import SnapshotReady

@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 from textual.app import App, ComposeResult
 
-from gputui.mig import instances_by_uuid
-from gputui.model import GpuInfo, NodeInfo, Snapshot, Usage
-from gputui.sampler import Sampler
+from gputui.core.mig import instances_by_uuid
+from gputui.core.model import GpuInfo, NodeInfo, Snapshot, Usage
+from gputui.engine.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.messages import SnapshotReady
 from gputui.tui.widgets.line_widget import MeterPalette
@@ -229,8 +229,8 @@ async def test_mig_process_detail_names_its_instance(sim_sampler) -> None:
 
 def test_mig_panels_name_instances_by_profile() -> None:
     """NVML names an instance ``NVIDIA H100 80GB HBM3 MIG 1g.10gb``: the panels say ``1g.10gb``."""
-    from gputui.model import GpuSample as Sample
-    from gputui.model import MigDeviceInfo, MigSample
+    from gputui.core.model import GpuSample as Sample
+    from gputui.core.model import MigDeviceInfo, MigSample
     from gputui.tui.widgets.gpu_pieces import mig_lines, mig_summary
 
     nvml = "NVIDIA H100 80GB HBM3 MIG "

@@ -24,11 +24,11 @@ from tests.fakes.fake_pynvml import (
 
 from gputui.backends.amd import AmdSmiBackend
 from gputui.backends.nvml import NvmlBackend
-from gputui.codec import decode, encode
+from gputui.core.codec import decode, encode
+from gputui.core.model import GpuSample, ProcessSample, Snapshot
+from gputui.engine.sampler import Sampler
 from gputui.health import HealthConfig, HealthMonitor
 from gputui.health.rollup import gpu_status, node_summary
-from gputui.model import GpuSample, ProcessSample, Snapshot
-from gputui.sampler import Sampler
 
 T0 = 1_700_000_000.0
 READS = ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", *sorted(PROCESS_SYMBOLS))
@@ -118,7 +118,7 @@ def test_rule_no_readings_trigger_and_near_misses() -> None:
 @pytest.fixture
 def _no_host_sysfs(monkeypatch, tmp_path):
     """The fake's BDFs may exist on the test machine: never read its real sysfs."""
-    monkeypatch.setattr("gputui.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
+    monkeypatch.setattr("gputui.core.pci.SYSFS_PCI_DEVICES", tmp_path / "no-sysfs")
 
 
 AMD_READS = (

@@ -1,4 +1,4 @@
-"""Energy and idle accounting per GPU (gputui.usage), its place on every snapshot, in the JSON,
+"""Energy and idle accounting per GPU (gputui.core.usage), its place on every snapshot, in the JSON,
 the text report and a replay, and what idle GPUs cost."""
 
 from __future__ import annotations
@@ -6,16 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 
 from gputui import cli
-from gputui.codec import snapshot_from_dict, snapshot_to_dict
-from gputui.fakeclock import fake_clock_sampler
-from gputui.model import GpuSample
-from gputui.record import Recorder
-from gputui.report import render_snapshot
-from gputui.session import BackendSpec, open_session
-from gputui.settings import Settings
-from gputui.usage import (
+from gputui.core.codec import snapshot_from_dict, snapshot_to_dict
+from gputui.core.model import GpuSample
+from gputui.core.record import Recorder
+from gputui.core.usage import (
     HELD_MEMORY_BYTES,
     UsageMeter,
     fmt_energy,
@@ -23,6 +20,9 @@ from gputui.usage import (
     parse_price,
     session_idle_share,
 )
+from gputui.engine.session import BackendSpec, open_session
+from gputui.settings import Settings
+from gputui.views.report import render_snapshot
 
 GIB = 1024**3
 

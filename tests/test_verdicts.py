@@ -13,10 +13,10 @@ import pytest
 from tests.factories import GIB, info, proc, run, sample, snap
 
 from gputui import cli
+from gputui.core.model import Finding, GpuEvent, LinkSample, ProcessSample
 from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext
-from gputui.host import ProcessEnricher
-from gputui.model import Finding, GpuEvent, LinkSample, ProcessSample
-from gputui.pidns import proc_hides_processes
+from gputui.host.pidns import proc_hides_processes
+from gputui.host.processes import ProcessEnricher
 from gputui.tui.widgets.gpu_pieces import fit_faults, gpu_faults
 from gputui.tui.widgets.line_widget import line_width
 
@@ -257,8 +257,9 @@ def test_a_crash_in_check_exits_2_with_one_paragraph(monkeypatch, capsys) -> Non
 
 @pytest.mark.parametrize("value", ["", "-1", "NoDevFiles", "garbage"])
 def test_cuda_visible_devices_showing_no_gpu_fails_the_check(value: str, capsys) -> None:
+    from tests.fakes.clock import FakeClock
+
     from gputui.commands.check import run_check
-    from gputui.fakeclock import FakeClock
 
     clock = FakeClock()
     code = run_check(

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.clock import fake_clock_sampler
 
 from gputui import cli
 from gputui.commands.output import OutputError, emit, encodable
-from gputui.fakeclock import fake_clock_sampler
-from gputui.record import Recorder, RecordingWriteError, read_recording
+from gputui.core.record import Recorder, RecordingWriteError, read_recording
 from gputui.tui.recording import RecordingSession
 
 
@@ -50,7 +50,7 @@ def full_disk(monkeypatch):
     """``full_disk(room)``: every Recorder from now on gets ``room`` bytes of disk."""
 
     def install(room: int) -> None:
-        monkeypatch.setattr("gputui.record._open_file", lambda fd: FullDisk(fd, room))
+        monkeypatch.setattr("gputui.core.record._open_file", lambda fd: FullDisk(fd, room))
 
     return install
 

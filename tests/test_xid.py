@@ -9,9 +9,9 @@ import time
 import pytest
 from tests.fakes import kernel_log as klog
 
-import gputui.xid as xid
-from gputui.model import GpuInfo, NodeInfo
-from gputui.xid import (
+import gputui.core.xid as xid
+from gputui.core.model import GpuInfo, NodeInfo
+from gputui.core.xid import (
     XID_TABLE,
     _kmsg_line,
     describe_xid,
@@ -114,7 +114,7 @@ def test_mig_xid_lines_keep_the_gpu_and_compute_instance() -> None:
 
 
 def test_driver_loads_and_gpu_reenumerations_are_markers_in_log_order() -> None:
-    from gputui.xid import DRIVER_LOADED, GPU_REINITIALIZED, kernel_log_events
+    from gputui.core.xid import DRIVER_LOADED, GPU_REINITIALIZED, kernel_log_events
 
     lines = [
         klog.stamped(5.0, klog.PCI_ADDED_GPU_OLD),
@@ -158,7 +158,7 @@ def test_kmsg_record_format() -> None:
 
 
 class FakeKmsg:
-    """Stands in for ``os`` in gputui.xid: /dev/kmsg hands out ``reads`` (records, or errors
+    """Stands in for ``os`` in gputui.core.xid: /dev/kmsg hands out ``reads`` (records, or errors
     to raise) one per read, then would block; with ``denied`` it cannot be opened."""
 
     O_RDONLY, O_NONBLOCK = os.O_RDONLY, os.O_NONBLOCK

@@ -6,7 +6,7 @@ turns the parsed arguments into its options (:class:`gputui.commands.common.Comm
 module holds the options of the whole command line and the table of sub-commands. Right after
 parsing, the run's :class:`~gputui.settings.model.Settings` are built once (config file,
 environment, options) and handed to the command with the common options. Exit codes live in
-:mod:`gputui.exitcodes`. Everything a user can get wrong ends in a one-paragraph message, never
+:mod:`gputui.core.exitcodes`. Everything a user can get wrong ends in a one-paragraph message, never
 a traceback.
 """
 
@@ -33,9 +33,9 @@ from gputui.commands import (
 )
 from gputui.commands.common import Command, Common, Runner, UsageError
 from gputui.commands.output import error, silence_stdout
-from gputui.exitcodes import EXIT_FAILED, EXIT_OK
-from gputui.opening import ends_cleanly
-from gputui.settings.command_line import settings_for
+from gputui.commands.settings_from_args import settings_for
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_OK
+from gputui.engine.opening import ends_cleanly
 
 COMMANDS: dict[str, Command] = {
     "snapshot": snapshot,

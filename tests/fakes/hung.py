@@ -7,8 +7,8 @@ import threading
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_nvml
 
 from gputui.backends.nvml import NvmlBackend
+from gputui.engine.sampler import Sampler
 from gputui.health import HealthConfig, HealthMonitor
-from gputui.sampler import Sampler
 
 
 def hung_sampler(wedged: threading.Event, *, after: int) -> tuple[Sampler, FakeGpu]:

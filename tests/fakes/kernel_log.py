@@ -1,6 +1,6 @@
 """Kernel log lines as the NVIDIA driver and Linux print them, each with its evidence, for the
 XID parser and the check's aging of XIDs. ``stamped(secs, text)`` puts a line in ``dmesg`` form
-(``[   secs] text``), as :func:`gputui.xid.read_kernel_log` returns it."""
+(``[   secs] text``), as :func:`gputui.core.xid.read_kernel_log` returns it."""
 
 from __future__ import annotations
 

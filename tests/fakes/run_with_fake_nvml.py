@@ -23,7 +23,7 @@ import threading
 
 from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, make_fake_nvml
 
-from gputui.attribution import AttributionReader
+from gputui.host.attribution import AttributionReader
 
 
 class Wedged(threading.Event):

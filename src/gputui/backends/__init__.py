@@ -1,9 +1,9 @@
 """Backend selection: ``auto`` tries NVML, then AMD-SMI; ``sim:SCENARIO`` is the simulated node;
-``replay:FILE`` plays back a recording (see :mod:`gputui.record`).
+``replay:FILE`` plays back a recording (see :mod:`gputui.core.record`).
 
 Vendor modules are imported only when chosen, so start-up stays fast and a missing optional
 library costs nothing until it is asked for. Callers normally go through
-:func:`gputui.session.open_session`, which adds the sampler and health rules.
+:func:`gputui.engine.session.open_session`, which adds the sampler and health rules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 from gputui.backends.base import Backend, BackendUnavailable, OpenProgress
 from gputui.backends.spec import BackendSpec
-from gputui.model import NodeInfo
+from gputui.core.model import NodeInfo
 
 
 class NoBackend(Exception):

@@ -1,9 +1,9 @@
 """The contract every backend (NVML, AMD-SMI, simulated, replay) fulfils.
 
-A backend is an adapter: it turns one vendor library into :mod:`gputui.model` objects and nothing
-more. It never raises for an unsupported field (that field is ``None``), it never raises because one
-GPU is lost (that GPU's sample says ``lost=True``), and it is called from one thread at a time (the
-sampler's), so it needs no locking of its own.
+A backend is an adapter: it turns one vendor library into :mod:`gputui.core.model` objects and
+nothing more. It never raises for an unsupported field (that field is ``None``), it never raises
+because one GPU is lost (that GPU's sample says ``lost=True``), and it is called from one thread at
+a time (the sampler's), so it needs no locking of its own.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from gputui.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Topology
-from gputui.playback import Playback
+from gputui.core.model import GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Topology
+from gputui.core.playback import Playback
 
 
 class BackendUnavailable(Exception):
@@ -59,7 +59,8 @@ class Backend(abc.ABC):
     enrich_processes: bool = True
 
     #: Where this host's ``/proc`` is: read for the host-side process fields, the PID namespace
-    #: gputui runs in (:mod:`gputui.pidns`) and what may be signalled. Tests point it at a fake.
+    #: gputui runs in (:mod:`gputui.host.pidns`) and what may be signalled. Tests point it at a
+    # fake.
     proc_root: str = "/proc"
 
     #: The GPU index being read right now (None between reads, or when a backend does not say):
@@ -102,8 +103,8 @@ class Backend(abc.ABC):
         """Read every GPU once, in index order.
 
         ``now`` is the wall-clock timestamp to stamp samples with. When ``slow`` is False, the
-        fields in :data:`gputui.model.SLOW_SAMPLE_FIELDS` may be left ``None``: the sampler carries
-        the last slow-tier values forward.
+        fields in :data:`gputui.core.model.SLOW_SAMPLE_FIELDS` may be left ``None``: the sampler
+        carries the last slow-tier values forward.
         """
 
     @abc.abstractmethod
@@ -126,7 +127,7 @@ class Backend(abc.ABC):
 
     def read_host(self, now: float) -> HostSample | None:
         """Host CPU/RAM reading; real backends use psutil, the simulator invents a host."""
-        from gputui.host import read_host
+        from gputui.host.processes import read_host
 
         return read_host(now)
 
@@ -135,11 +136,11 @@ class Backend(abc.ABC):
 
         Never to PID 1, PID 2 or a kernel thread, and nothing at all where gputui does not run in
         the host's PID namespace (the driver's PIDs are host PIDs): those raise
-        :class:`gputui.signals.SignalRefused` and nothing is sent. When ``pid`` is a
-        :class:`gputui.signals.ProcessRef` (the dashboard passes one), the PID must also still
+        :class:`gputui.host.signals.SignalRefused` and nothing is sent. When ``pid`` is a
+        :class:`gputui.host.signals.ProcessRef` (the dashboard passes one), the PID must also still
         name the process that started at its ``start_time``, checked right before sending
         (through a pidfd where the kernel has them)."""
-        from gputui.signals import ProcessRef, check_target, send_signal
+        from gputui.host.signals import ProcessRef, check_target, send_signal
 
         if isinstance(pid, ProcessRef):
             send_signal(pid, sig, start_time=pid.start_time, proc_root=self.proc_root)

@@ -1,7 +1,8 @@
-"""``ReplayBackend``: a recording (:mod:`gputui.record`) played back behind the Backend contract.
+"""``ReplayBackend``: a recording (:mod:`gputui.core.record`) played back behind the Backend
+contract.
 
 The backend owns the replay clock and offers it as its :attr:`playback`
-(:class:`gputui.playback.Playback`), which the sampler reads, so each snapshot carries the
+(:class:`gputui.core.playback.Playback`), which the sampler reads, so each snapshot carries the
 recorded time of the reading it replays.
 The position moves with wall time x ``speed`` while playing and stops at the end; the UI moves it
 with :meth:`ReplayBackend.seek` / :meth:`~ReplayBackend.seek_relative`, :meth:`set_speed` and
@@ -10,9 +11,9 @@ with :meth:`ReplayBackend.seek` / :meth:`~ReplayBackend.seek_relative`, :meth:`s
 A recording of a day at 1 s is 86,400 readings, too many to hold decoded in memory, so ``open()``
 only indexes the file (each reading's timestamp and where its line can be read again, including
 gzip decompressor checkpoints) and readings are decoded when asked for, with a small cache. A line
-that turns out not to fit the schema raises :class:`~gputui.record.RecordingError` naming the line
-when it is reached. A file that grows (a recording still being written) is followed: at the end of
-the recording, each read picks up the lines completed since.
+that turns out not to fit the schema raises :class:`~gputui.core.record.RecordingError` naming the
+line when it is reached. A file that grows (a recording still being written) is followed: at the end
+of the recording, each read picks up the lines completed since.
 """
 
 from __future__ import annotations
@@ -27,9 +28,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gputui.backends.base import Backend, BackendUnavailable
-from gputui.model import Finding, GpuEvent, GpuSample, HostSample, NodeInfo, ProcessSample, Snapshot
-from gputui.playback import Playback, clamp_speed
-from gputui.record import LineSource, RecordingError, RecordingReader, line_timestamp
+from gputui.core.model import (
+    Finding,
+    GpuEvent,
+    GpuSample,
+    HostSample,
+    NodeInfo,
+    ProcessSample,
+    Snapshot,
+)
+from gputui.core.playback import Playback, clamp_speed
+from gputui.core.record import LineSource, RecordingError, RecordingReader, line_timestamp
 
 CACHE_SNAPSHOTS = 32
 

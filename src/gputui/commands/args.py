@@ -54,7 +54,7 @@ def gpu_count(text: str) -> int:
 
 
 def duration(text: str) -> float:
-    from gputui.record import parse_duration
+    from gputui.core.record import parse_duration
 
     try:
         value = parse_duration(text)
@@ -124,7 +124,7 @@ def add_price(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """``--gpu-hour-price`` (the dashboard, snapshot, export, record)."""
     parser.add_argument(
         "--gpu-hour-price",
-        type=parsed("gputui.usage", "parse_price"),
+        type=parsed("gputui.core.usage", "parse_price"),
         default=argparse.SUPPRESS if suppress else None,
         metavar="PRICE",
         help="what one GPU-hour costs: idle GPUs are shown and exported with their cost per "

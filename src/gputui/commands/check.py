@@ -21,22 +21,22 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gputui.backends.base import OpenProgress
-from gputui.codec import to_json
 from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, KernelLogReader, Seams, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_FAILED
+from gputui.core.codec import to_json
+from gputui.core.exitcodes import EXIT_FAILED
+from gputui.core.model import Finding, GpuEvent, Snapshot
+from gputui.core.selection import Selection, select_gpus
+from gputui.engine.opening import COLD_OPEN_ALLOWANCE_S, DEFAULT_TIMEOUT_S, exit_now, open_deadline
+from gputui.engine.sampler import Sampler
+from gputui.engine.session import BackendSpec, Session
 from gputui.health import HealthConfig, HealthMonitor, torch_cuda_version
 from gputui.health.check_output import check_output
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS
 from gputui.health.verdict import CheckResult, evaluate
-from gputui.model import Finding, GpuEvent, Snapshot
-from gputui.opening import COLD_OPEN_ALLOWANCE_S, DEFAULT_TIMEOUT_S, exit_now, open_deadline
-from gputui.report import render_check
-from gputui.sampler import Sampler
-from gputui.selection import Selection, select_gpus
-from gputui.session import BackendSpec, Session
+from gputui.views.report import render_check
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -359,7 +359,7 @@ class Watchdog:
     A slow open that keeps making progress is a cold driver, not a hung one (without persistence
     mode each GPU takes 1-3 s to initialise on first open): while ``progress`` shows GPUs being
     opened, the deadline moves out by :data:`COLD_OPEN_ALLOWANCE_S` a GPU, and the readings
-    after the open get the whole ``timeout`` again (:func:`gputui.opening.open_deadline`)."""
+    after the open get the whole ``timeout`` again (:func:`gputui.engine.opening.open_deadline`)."""
 
     def __init__(
         self,
@@ -452,7 +452,7 @@ def _kernel_log_events(
         else:
             not_checked.append("kernel log: not read (XIDs from before this check)")
         return []
-    from gputui.xid import boot_time, kernel_log_events
+    from gputui.core.xid import boot_time, kernel_log_events
 
     lines = reader()
     if lines is None:
@@ -546,8 +546,8 @@ def run_replay_check(options: CheckOptions, seams: Seams = REAL) -> int:
     (not ``--require-idle``: a recording's own jobs are expected), without this machine's
     environment (Slurm, CUDA_VISIBLE_DEVICES, torch). Exit codes as :func:`run`; a file that
     is not a readable recording exits 2 with a message naming the line."""
-    from gputui.format import fmt_duration
-    from gputui.record import RecordingError
+    from gputui.core.format import fmt_duration
+    from gputui.core.record import RecordingError
 
     spec, ignore = options.spec, options.ignore
     started = time.monotonic()
@@ -599,7 +599,7 @@ def _kernel_log_reader(
     if callable(kernel_log):
         return kernel_log
     if kernel_log is True and not simulated:
-        from gputui.xid import read_kernel_log
+        from gputui.core.xid import read_kernel_log
 
         return read_kernel_log
     return None

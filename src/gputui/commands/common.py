@@ -104,7 +104,7 @@ class Runner(Protocol):
         """The command's frozen options from the parsed command line; :class:`UsageError`."""
 
     def run(self, options: Any, /) -> int:
-        """Run the command; the exit status (:mod:`gputui.exitcodes`)."""
+        """Run the command; the exit status (:mod:`gputui.core.exitcodes`)."""
 
 
 class Command(Runner, Protocol):

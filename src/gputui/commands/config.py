@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
-from gputui.exitcodes import EXIT_OK, EXIT_USAGE
-from gputui.files import os_reason
+from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
+from gputui.core.files import os_reason
 from gputui.settings.keys import KEYS
 from gputui.settings.model import DEFAULT, Settings
 from gputui.settings.toml_text import toml_value

@@ -12,8 +12,8 @@ from typing import TextIO
 
 from gputui.commands.common import Common
 from gputui.commands.output import encodable, error
-from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.engine.session import BackendSpec, Session, SessionError, open_session
 from gputui.settings.model import Settings
 
 SHOW_AFTER_S = 2.0

@@ -17,8 +17,8 @@ from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.session import BackendSpec
+from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from gputui.commands import args as arg
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
-from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
 from gputui.settings.model import LIGHT_THEME
 
 if TYPE_CHECKING:  # gputui.fleet (HTTP, PromQL) is imported when the command runs
@@ -159,7 +159,7 @@ def run(options: FleetOptions) -> int:
 
 
 def _run_json(source: FleetSource) -> int:
-    from gputui.codec import to_json
+    from gputui.core.codec import to_json
     from gputui.fleet.client import PrometheusError
     from gputui.fleet.output import fleet_output
 

@@ -2,7 +2,7 @@
 
 - A reader that leaves (``gputui check | head -1``) is not an error, and the command's exit
   status still says what it found.
-- Every text goes through :func:`gputui.format.sanitize_lines`, so no control sequence from a
+- Every text goes through :func:`gputui.core.format.sanitize_lines`, so no control sequence from a
   reading or a recording reaches the terminal (JSON is already escaped by ``json.dumps``).
 - A stream whose encoding cannot carry a character (``PYTHONIOENCODING=ascii``, a latin-1
   locale) gets a readable ASCII stand-in (``·`` as ``-``, ``≥`` as ``>=``, ``…`` as ``...``) and
@@ -18,8 +18,8 @@ import os
 import sys
 from typing import TextIO
 
-from gputui.exitcodes import EXIT_FAILED
-from gputui.format import cell_width, sanitize_lines
+from gputui.core.exitcodes import EXIT_FAILED
+from gputui.core.format import cell_width, sanitize_lines
 
 ASCII_FALLBACK: dict[str, str] = {
     "·": "-",

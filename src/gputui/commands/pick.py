@@ -3,8 +3,8 @@
 ``gputui pick -n 2 [--min-free 40G] [--max-util 10] [--idle-for 5m] [--format indices|uuids|env]``
 
 Reads the GPUs over a short window (``--window``, default 2 s: a reading every 0.5 s, the health
-rules judging each) and chooses with :mod:`gputui.choosing` (what qualifies, and which of those lie
-closest together). Candidates are ``--gpus``, else ``CUDA_VISIBLE_DEVICES``, else every GPU.
+rules judging each) and chooses with :mod:`gputui.core.choosing` (what qualifies, and which of those
+lie closest together). Candidates are ``--gpus``, else ``CUDA_VISIBLE_DEVICES``, else every GPU.
 
 Output (stdout): NVML indices in increasing order (``2,3``), UUIDs (``--format uuids``), or
 ``export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`` (``--format env``; on AMD
@@ -25,16 +25,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from gputui.choosing import DEFAULT_MAX_UTIL_PCT, Criteria, Pick, pick
 from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, Seams
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.model import NodeInfo, Snapshot
-from gputui.sampler import Sampler
-from gputui.selection import CUDA_ORDER_NOTE, select_gpus
-from gputui.session import BackendSpec
+from gputui.core.choosing import DEFAULT_MAX_UTIL_PCT, Criteria, Pick, pick
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.model import NodeInfo, Snapshot
+from gputui.core.selection import CUDA_ORDER_NOTE, select_gpus
+from gputui.engine.sampler import Sampler
+from gputui.engine.session import BackendSpec
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers

@@ -17,8 +17,8 @@ from gputui.commands import args as arg
 from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.selection import select_gpus
-from gputui.session import BackendSpec, NoGpuError, SessionError
+from gputui.core.selection import select_gpus
+from gputui.engine.session import BackendSpec, NoGpuError, SessionError
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -185,7 +185,7 @@ def _report(report: ProbeReport, as_json: bool, shown: Sequence[str] = ()) -> in
     from gputui.probe.report import CPU_RUN, render_table
 
     if as_json:
-        from gputui.codec import to_json
+        from gputui.core.codec import to_json
         from gputui.probe.output import probe_output
 
         emit(to_json(probe_output(report), indent=2))

@@ -1,9 +1,9 @@
 """``gputui record [FILE]``: readings with their findings and events, until ``--duration`` or
-Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.record`).
+Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.core.record`).
 
 A bare file name goes in the ``record_dir`` setting's directory, and without FILE the recording
 is named as the dashboard's key R names one, ``gputui-HOST-DATE-TIME.jsonl.gz``, there. FILE is
-created, never opened through a symbolic link or as a device (:mod:`gputui.files`);
+created, never opened through a symbolic link or as a device (:mod:`gputui.core.files`);
 ``--force`` replaces a regular file, and only once the new recording's header is written."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from gputui.commands import args as arg
 from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.files import check_target, default_record_path, in_directory, os_reason
-from gputui.format import fmt_clock
-from gputui.model import Snapshot
-from gputui.record import Recorder, fmt_size
-from gputui.session import BackendSpec
+from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.files import check_target, default_record_path, in_directory, os_reason
+from gputui.core.format import fmt_clock
+from gputui.core.model import Snapshot
+from gputui.core.record import Recorder, fmt_size
+from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
 
 if TYPE_CHECKING:

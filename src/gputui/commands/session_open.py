@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gputui.commands.output import error
-from gputui.session import BackendSpec, Session, SessionError, open_session
+from gputui.engine.session import BackendSpec, Session, SessionError, open_session
 
 
 def open_or_report(
@@ -15,9 +15,9 @@ def open_or_report(
     describe: Callable[[SessionError], str] = str,
     **options: Any,
 ) -> Session | None:
-    """:func:`gputui.session.open_session` with ``options``; when it fails, the message
+    """:func:`gputui.engine.session.open_session` with ``options``; when it fails, the message
     (``describe(exc)``: the error's own by default) goes to stderr and None comes back: the
-    command then exits 2 (every "cannot open" is :data:`gputui.exitcodes.EXIT_NO_GPU`)."""
+    command then exits 2 (every "cannot open" is :data:`gputui.core.exitcodes.EXIT_NO_GPU`)."""
     try:
         return open_session(spec, **options)
     except SessionError as exc:

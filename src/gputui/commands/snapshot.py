@@ -9,17 +9,17 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gputui.codec import snapshot_to_json
 from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.format import fmt_duration
-from gputui.model import Snapshot
-from gputui.record import RecordingError, parse_duration
-from gputui.report import render_snapshot
-from gputui.session import BackendSpec
+from gputui.core.codec import snapshot_to_json
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.format import fmt_duration
+from gputui.core.model import Snapshot
+from gputui.core.record import RecordingError, parse_duration
+from gputui.engine.session import BackendSpec
+from gputui.views.report import render_snapshot
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
-from gputui.exitcodes import EXIT_OK, EXIT_USAGE
+from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
 from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
 from gputui.specs.hostlinks import host_link_for
 

@@ -11,9 +11,9 @@ from gputui.commands import args as arg
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
-from gputui.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.record import RecordingError
-from gputui.session import BackendSpec
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.record import RecordingError
+from gputui.engine.session import BackendSpec
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -47,7 +47,7 @@ def options(args: argparse.Namespace, common: Common) -> TopoOptions:
 
 def run(options: TopoOptions) -> int:
     """One reading (the first is a slow-tier one, so link states are real), then the matrix."""
-    from gputui.topology import render_text
+    from gputui.core.topology import render_text
 
     session = open_or_report(options.spec, seed=options.seed, interval=SETTLE_S)
     if session is None:
@@ -59,8 +59,8 @@ def run(options: TopoOptions) -> int:
             error(f"gputui topo: cannot replay: {exc}")
             return EXIT_USAGE
     if options.as_json:
-        from gputui.codec import to_json
-        from gputui.topology_output import topology_output
+        from gputui.core.codec import to_json
+        from gputui.core.topology_output import topology_output
 
         emit(to_json(topology_output(snapshot.node, snapshot), indent=2))
     else:

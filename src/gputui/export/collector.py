@@ -1,7 +1,7 @@
 """The Prometheus collector: the sampler's latest reading rendered at scrape time.
 
 The one module that imports ``prometheus_client`` (the ``export`` extra). :class:`GpuCollector`
-renders :attr:`Sampler.latest <gputui.sampler.Sampler.latest>` at scrape time: a scrape never
+renders :attr:`Sampler.latest <gputui.engine.sampler.Sampler.latest>` at scrape time: a scrape never
 polls the GPUs, the sampler thread does, every ``--interval``. It also listens to every reading
 (``Sampler.add_listener``) to keep what a single reading does not hold: the last XID per GPU and
 the count of events since the exporter started.
@@ -31,7 +31,7 @@ process counts are summed per Slurm job, pod and container on each GPU
 (``gputui_{job,pod,container}_*``, labelled ``slurm_job``, ``pod`` and ``namespace``,
 ``container``; bounded like the processes). No series has a ``job`` or ``instance`` label: those
 are Prometheus' own (a target's ``job`` would be renamed ``exported_job``). Usage since the
-exporter started (:mod:`gputui.usage`): ``gputui_gpu_energy_joules_total``,
+exporter started (:mod:`gputui.core.usage`): ``gputui_gpu_energy_joules_total``,
 ``gputui_gpu_idle_seconds_total``, ``gputui_gpu_held_idle_seconds_total``,
 ``gputui_gpu_observed_seconds_total`` and, with a price, ``gputui_node_idle_cost_per_hour``.
 
@@ -54,6 +54,16 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from gputui import __version__
+from gputui.core.mig import has_mig, mig_views
+from gputui.core.model import (
+    SEVERITY_ORDER,
+    THROTTLE_REASONS,
+    Finding,
+    GpuSample,
+    ProcessSample,
+    Snapshot,
+)
+from gputui.engine.sampler import Sampler
 from gputui.export.dcgm import (
     BARE_COUNTERS,
     DCGM_COUNTERS,
@@ -64,17 +74,7 @@ from gputui.export.dcgm import (
     label_value,
 )
 from gputui.health.rollup import gpu_severity, worst
-from gputui.mig import has_mig, mig_views
-from gputui.model import (
-    SEVERITY_ORDER,
-    THROTTLE_REASONS,
-    Finding,
-    GpuSample,
-    ProcessSample,
-    Snapshot,
-)
-from gputui.sampler import Sampler
-from gputui.workload import WorkloadUsage, short_container, usage_by, workload_of
+from gputui.host.workload import WorkloadUsage, short_container, usage_by, workload_of
 
 
 class _Families:
@@ -426,7 +426,7 @@ class GpuCollector(Collector):
         )
 
     def _usage(self, out: _Families, snapshot: Snapshot) -> None:
-        """Energy and idle time per GPU since the exporter started (:mod:`gputui.usage`), and
+        """Energy and idle time per GPU since the exporter started (:mod:`gputui.core.usage`), and
         what the idle GPUs cost per hour when a price is set."""
         usage = snapshot.usage
         if usage is None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gputui.format import sanitize
-from gputui.model import GpuInfo, GpuSample
+from gputui.core.format import sanitize
+from gputui.core.model import GpuInfo, GpuSample
 
 MIB = 1024 * 1024
 DEFAULT_HOST = "127.0.0.1"
@@ -28,7 +28,7 @@ MAX_LABEL_CHARS = 128
 def label_value(text: str) -> str:
     """``text`` as a label value: its first :data:`MAX_LABEL_CHARS` characters, with control
     characters (newlines included), bidi controls and the like replaced by ``?``
-    (:func:`gputui.format.sanitize`). Names of processes, containers, pods and Slurm jobs come
+    (:func:`gputui.core.format.sanitize`). Names of processes, containers, pods and Slurm jobs come
     from users; ``curl /metrics`` in a terminal must not run their escape sequences."""
     return sanitize(text[:MAX_LABEL_CHARS])
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from gputui import __version__
+from gputui.core.format import sanitize
 from gputui.fleet.transport import AnswerTooLarge, Budget, RedirectRefused, urllib_transport
-from gputui.format import sanitize
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 """A bearer token for a secured Prometheus (``Authorization: Bearer ...``)."""

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import math
 
+from gputui.core.xid import describe_xid
 from gputui.fleet.model import FleetFinding, Health
 from gputui.health.levels import TEMP_MARGIN_C
-from gputui.xid import describe_xid
 
 GPU_TEMP_WARN_C = 85.0
 """GPU temperature that warns when the exporter publishes no limit."""

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from http.client import HTTPMessage
 from typing import IO, Any
 
-from gputui.format import sanitize
+from gputui.core.format import sanitize
 
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 """What the answers of one refresh may take together: 100 nodes of 8 GPUs answer in 1.5 MB, so

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from gputui.codec import OMIT_DEFAULT
+from gputui.core.codec import OMIT_DEFAULT
+from gputui.core.model import SCHEMA_VERSION, Finding
 from gputui.health.rollup import Status
 from gputui.health.verdict import CheckResult, GpuStatus, MigStatus, Verdict
-from gputui.model import SCHEMA_VERSION, Finding
 
 
 @dataclass(frozen=True, slots=True)

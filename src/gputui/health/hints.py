@@ -3,7 +3,7 @@ an AMD node."""
 
 from __future__ import annotations
 
-from gputui.model import GpuInfo, NodeInfo, Vendor
+from gputui.core.model import GpuInfo, NodeInfo, Vendor
 
 
 def vendor_of(info: GpuInfo | None, node: NodeInfo | None = None) -> Vendor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from gputui.model import GpuInfo, GpuSample, Severity
+from gputui.core.model import GpuInfo, GpuSample, Severity
 
 TEMP_MARGIN_C = 5.0
 """Warn this close to a temperature limit; fail at or above it."""

@@ -19,11 +19,11 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 
+from gputui.core.history import History
+from gputui.core.model import Finding, GpuEvent, Snapshot
 from gputui.health.config import HealthConfig, slurm_expected_gpus
 from gputui.health.rollup import finding_sort_key
 from gputui.health.rules import EVENT_RULES, IDLE_PCT, RULES, RuleContext, RuleFn, event_key
-from gputui.history import History
-from gputui.model import Finding, GpuEvent, Snapshot
 
 MAX_EVENTS = 1000
 """Events kept (oldest dropped first), so an XID storm cannot grow memory without bound."""

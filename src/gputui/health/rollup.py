@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.model import SEVERITY_ORDER, Finding, Severity
 from gputui.health.rules import EVENT_RULES, RULES
-from gputui.model import SEVERITY_ORDER, Finding, Severity
 
 Status = Literal["ok", "warn", "fail"]
 

@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gputui.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
-from gputui.format import fmt_bytes_pair, fmt_pct
+from gputui.core.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
+from gputui.core.format import fmt_bytes_pair, fmt_pct
+from gputui.core.mig import describe_processes, finding_instances, mig_profile, mig_views
+from gputui.core.model import Finding, GpuEvent, NodeInfo, Snapshot
+from gputui.core.selection import Selection
 from gputui.health import hints
 from gputui.health.rollup import Status, counts, gpu_status, headline_finding, sorted_findings
 from gputui.health.rules import RULES
-from gputui.mig import describe_processes, finding_instances, mig_profile, mig_views
-from gputui.model import Finding, GpuEvent, NodeInfo, Snapshot
-from gputui.selection import Selection
 
 CHECK_RULES: dict[str, str] = {
     "visible_devices": "fail: CUDA_VISIBLE_DEVICES names a GPU this node does not list, or "

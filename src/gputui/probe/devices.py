@@ -36,8 +36,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputui.model import GpuInfo, MigDeviceInfo, NodeInfo
-from gputui.pci import parse_pci_bus_id
+from gputui.core.model import GpuInfo, MigDeviceInfo, NodeInfo
+from gputui.core.pci import parse_pci_bus_id
 from gputui.probe.protocol import Hello
 from gputui.probe.runs import Target
 

@@ -250,7 +250,7 @@ def device_identity(props: object) -> tuple[str | None, str | None]:
     address is ``dddd:bb:dd`` with no function: CUDA's and HIP's device properties carry
     ``pciDomainID``, ``pciBusID`` and ``pciDeviceID`` only, and a function made up here would
     hide which partition of an AMD GPU a worker opened (partitions differ by function alone)."""
-    from gputui.pci import parse_pci_bus_id
+    from gputui.core.pci import parse_pci_bus_id
 
     raw = getattr(props, "uuid", None)
     uuid = str(raw).strip() if raw is not None else ""
@@ -374,7 +374,7 @@ def p2p_peers(ctx: Context) -> list[tuple[int, bool]]:
         if j == me:
             continue
         if ctx.peers is not None:
-            from gputui.pci import pci_device_key
+            from gputui.core.pci import pci_device_key
 
             _, pci = device_identity(torch.cuda.get_device_properties(j))
             key = pci_device_key(pci)

@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gputui.codec import OMIT_DEFAULT
-from gputui.model import GpuInfo
+from gputui.core.codec import OMIT_DEFAULT
+from gputui.core.model import GpuInfo
 from gputui.probe import verdict as V
 from gputui.probe.protocol import Skipped
 from gputui.probe.specref import spec_for

@@ -2,8 +2,8 @@
 them is compared with.
 
 A GPU's spec-sheet NVLink / XGMI figure is its total over all links, which only one kind of node
-gives a single pair. So the budget comes from ``NodeInfo.topology`` (:class:`~gputui.model.
-LinkInfo` per link, :class:`~gputui.model.GpuPath` per pair):
+gives a single pair. So the budget comes from ``NodeInfo.topology`` (:class:`~gputui.core.model.
+LinkInfo` per link, :class:`~gputui.core.model.GpuPath` per pair):
 
 * through NVSwitch (links whose remote is a ``switch``): a copy from ``a`` to ``b`` can use
   min(links of a, links of b) links;
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.model import LinkInfo, NodeInfo
+from gputui.core.model import LinkInfo, NodeInfo
 from gputui.probe.verdict import PCIE_LANE_GBS, pcie_spec_gbs
 
 NVLINK4_SIGNAL_GBS = 26.5625

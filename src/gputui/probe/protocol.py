@@ -4,8 +4,8 @@ The worker writes one JSON object per line on stdout. Every object has a ``type`
 its kind; the other fields depend on the kind (see the dataclasses below). Both sides handle the
 dataclasses only: :func:`encode` turns one into a line, :func:`decode` checks a line and returns
 the dataclass (or raises :class:`ProtocolError` saying what is wrong with it). The field types are
-the dataclasses' own, checked by :mod:`gputui.codec`; this module adds what the types cannot say
-(known test ids and device kinds, ranges, finite numbers). It does not import torch, so the
+the dataclasses' own, checked by :mod:`gputui.core.codec`; this module adds what the types cannot
+say (known test ids and device kinds, ranges, finite numbers). It does not import torch, so the
 runner and the TUI can use it without the probe's dependencies.
 
 A run always starts with ``hello`` and ends with ``done`` (unless the process was killed). The
@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
 
-from gputui import codec
-from gputui.codec import CodecError
+from gputui.core import codec
+from gputui.core.codec import CodecError
 
 PROTOCOL_VERSION = 2
 """2: ``hello`` carries ``uuid`` and ``pci_bus_id`` (optional, so a version-1 line still reads)."""

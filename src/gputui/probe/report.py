@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from gputui.format import sanitize
-from gputui.model import GpuInfo, NodeInfo
+from gputui.core.format import sanitize
+from gputui.core.model import GpuInfo, NodeInfo
 from gputui.probe import verdict as V
 from gputui.probe.pairs import PairSpec, pair_spec
 from gputui.probe.protocol import Error, Hello, ProbeMessage, Result, Retry, Skipped

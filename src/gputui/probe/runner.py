@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from gputui.model import GpuSample, NodeInfo, Snapshot
+from gputui.core.model import GpuSample, NodeInfo, Snapshot
 from gputui.probe.children import (
     BadLine,
     EndOfStream,

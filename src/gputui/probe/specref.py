@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gputui.mig import mig_profile
-from gputui.model import GpuInfo, MigDeviceInfo
+from gputui.core.mig import mig_profile
+from gputui.core.model import GpuInfo, MigDeviceInfo
 from gputui.probe.devices import probed_slice
 from gputui.specs import PEAK_FIELDS, SpecMatch, lookup, scaled_peaks
 from gputui.specs.expected import form_of

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Protocol
 
-from gputui.model import GpuSample, Snapshot
+from gputui.core.model import GpuSample, Snapshot
 from gputui.probe.verdict import Telemetry, summarize_samples
 
 TELEMETRY_INTERVAL_S = 0.1
@@ -19,7 +19,7 @@ WINDOW_SLACK_S = 0.1
 
 
 class TelemetrySource(Protocol):
-    """Anything that takes a fresh reading on demand (a :class:`gputui.sampler.Sampler`)."""
+    """Anything that takes a fresh reading on demand (a :class:`gputui.engine.sampler.Sampler`)."""
 
     def poll(self) -> Snapshot: ...
 

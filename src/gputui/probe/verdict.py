@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from gputui.specs.expected import Expected, expected_for, family_of
 
 if TYPE_CHECKING:
-    from gputui.model import GpuSample
+    from gputui.core.model import GpuSample
 
 OK, WARN, LOW, NA = "OK", "WARN", "LOW", "n/a"
 

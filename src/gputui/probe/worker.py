@@ -76,7 +76,7 @@ def parse_cpu_list(text: str) -> set[int]:
 def bind_near(pci_bus_id: str | None, root: Path | None = None) -> str:
     """Run this process on the CPUs local to the GPU at ``pci_bus_id`` (those it is allowed
     to use), so pinned host memory lands on the GPU's NUMA node; what was done, in words."""
-    from gputui.pci import local_cpulist
+    from gputui.core.pci import local_cpulist
 
     text = local_cpulist(pci_bus_id, root) if pci_bus_id else None
     if not text:
@@ -137,7 +137,7 @@ def _ignore(msg: ProbeMessage) -> None:
 def find_device(torch: ModuleType, pci_bus_id: str) -> tuple[int | None, bool]:
     """The visible device at ``pci_bus_id``: (its index or None, whether the runtime reports
     PCI addresses at all). Without addresses the caller keeps the index it was given."""
-    from gputui.pci import parse_pci_bus_id
+    from gputui.core.pci import parse_pci_bus_id
 
     want = parse_pci_bus_id(pci_bus_id)
     if want is None:
@@ -329,7 +329,7 @@ def _warmup(ctx: Context, scale: float = WARMUP_SCALE) -> None:
 def _peer_keys(peers: list[str] | None) -> frozenset[tuple[int, int, int]] | None:
     if peers is None:
         return None
-    from gputui.pci import pci_device_key
+    from gputui.core.pci import pci_device_key
 
     return frozenset(key for p in peers if (key := pci_device_key(p)) is not None)
 

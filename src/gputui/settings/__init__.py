@@ -1,5 +1,5 @@
 """Settings: defaults < config file < environment < command line, built once per run
-(:func:`load_settings`, or :func:`gputui.settings.command_line.settings_for` from parsed
+(:func:`load_settings`, or :func:`gputui.commands.settings_from_args.settings_for` from parsed
 arguments) and passed to the session and the dashboard."""
 
 from __future__ import annotations

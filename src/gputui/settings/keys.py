@@ -114,7 +114,7 @@ def _rules(value: object) -> frozenset[str]:
 
 
 def _price(text: str) -> object:
-    from gputui.usage import parse_price
+    from gputui.core.usage import parse_price
 
     return parse_price(text)
 

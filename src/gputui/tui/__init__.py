@@ -1,5 +1,5 @@
 """gputui terminal UI (Textual). ``GpuTuiApp`` is imported lazily, so ``import gputui.tui`` stays
-cheap for code that only needs, say, :mod:`gputui.format`."""
+cheap for code that only needs, say, :mod:`gputui.core.format`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gputui Textual app: wires a running :class:`~gputui.sampler.Sampler` to the screens.
+"""The gputui Textual app: wires a running :class:`~gputui.engine.sampler.Sampler` to the screens.
 
 Data flow: the sampler's thread calls ``post_message(SnapshotReady(...))`` (thread-safe, never
 blocks, replaceable so a backlog collapses to the newest); :meth:`GpuTuiApp.on_snapshot_ready`
@@ -41,13 +41,13 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
-from gputui.format import finding_text, fmt_interval
+from gputui.core.format import finding_text, fmt_interval
+from gputui.core.model import ProcessSample, Snapshot
+from gputui.core.playback import clamp_speed
+from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
 from gputui.health.rollup import NewFindings, where
-from gputui.model import ProcessSample, Snapshot
-from gputui.playback import clamp_speed
-from gputui.sampler import INTERVAL_PRESETS, Sampler
+from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
-from gputui.signals import ProcessRef, SignalRefused
 from gputui.tui.commands import GpuCommands
 from gputui.tui.messages import (
     AcknowledgeFindings,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from gputui.format import fmt_interval
-from gputui.sampler import INTERVAL_PRESETS
+from gputui.core.format import fmt_interval
+from gputui.engine.sampler import INTERVAL_PRESETS
 
 if TYPE_CHECKING:
     from gputui.tui.app import GpuTuiApp

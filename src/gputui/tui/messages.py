@@ -10,7 +10,7 @@ import signal
 
 from textual.message import Message
 
-from gputui.model import ProcessSample, Snapshot
+from gputui.core.model import ProcessSample, Snapshot
 
 
 class SnapshotReady(Message):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import getpass
 import os
 
-from gputui.model import PidNamespace, ProcessSample
-from gputui.pidns import host_pids_only, namespace_note
-from gputui.signals import protected_reason
+from gputui.core.model import PidNamespace, ProcessSample
+from gputui.host.pidns import host_pids_only, namespace_note
+from gputui.host.signals import protected_reason
 
 
 def current_username(euid: int | None = None) -> str | None:

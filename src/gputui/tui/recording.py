@@ -1,13 +1,14 @@
-"""Recording the live session from the TUI (key R): a :class:`gputui.record.Recorder` attached to
-the sampler as a listener, so every reading the dashboard gets is also written to the file.
+"""Recording the live session from the TUI (key R): a :class:`gputui.core.record.Recorder` attached
+to the sampler as a listener, so every reading the dashboard gets is also written to the file.
 
 The listener runs on the polling thread; stopping happens on the UI thread. A lock keeps the file
 from being closed in the middle of a write, and a write that fails (a full disk) is reported
 through ``on_error`` (the app posts a message) instead of raising into the sampler; the file keeps
 every complete line written before it, a readable recording.
 
-The file is created as ``gputui record`` creates one (:class:`gputui.record.Recorder`): exclusively,
-never through a symbolic link, and removed again when not even its header could be written.
+The file is created as ``gputui record`` creates one (:class:`gputui.core.record.Recorder`):
+exclusively, never through a symbolic link, and removed again when not even its header could be
+written.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputui.files import default_record_path
-from gputui.model import NodeInfo, Snapshot
+from gputui.core.files import default_record_path
+from gputui.core.model import NodeInfo, Snapshot
 
 
 class RecordingSession:
@@ -33,7 +34,7 @@ class RecordingSession:
     ) -> None:
         """``node``: write the header at once (a recording stopped before its first reading is
         still a valid, empty recording)."""
-        from gputui.record import Recorder  # lazily: only when the user records
+        from gputui.core.record import Recorder  # lazily: only when the user records
 
         self.path = path
         self.count = 0

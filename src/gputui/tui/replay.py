@@ -1,12 +1,12 @@
 """Replay mode: what the title bar shows about a replayed recording. The app reads the position
-from the sampler's :class:`~gputui.playback.Playback` (None for a live node)."""
+from the sampler's :class:`~gputui.core.playback.Playback` (None for a live node)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from gputui.playback import Playback
+from gputui.core.playback import Playback
 
 SEEK_SHORT_S = 10.0
 SEEK_LONG_S = 60.0

@@ -34,7 +34,7 @@ from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual.strip import SGR_STYLES, Strip
 
-from gputui.format import one_cell_each
+from gputui.core.format import one_cell_each
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""AMD backend: adapts ROCm's ``amdsmi`` Python package to :mod:`gputui.model`.
+"""AMD backend: adapts ROCm's ``amdsmi`` Python package to :mod:`gputui.core.model`.
 
 Importing this package does not import amdsmi: only ``AmdSmiBackend.open`` does, silently (see
 :mod:`~gputui.backends.amd.loader`). Every per-GPU library call goes through
@@ -46,8 +46,8 @@ from gputui.backends.amd.backend import AmdSmiBackend
 from gputui.backends.amd.loader import import_amdsmi
 from gputui.backends.amd.values import architecture_from_gfx
 from gputui.backends.amd.values import pcie_gen as _pcie_gen  # noqa: F401
-from gputui.pci import canonical_pci_bus_id as pci_sysfs_name
-from gputui.pci import local_cpulist
+from gputui.core.pci import canonical_pci_bus_id as pci_sysfs_name
+from gputui.core.pci import local_cpulist
 
 __all__ = [
     "AmdSmiBackend",

@@ -16,7 +16,7 @@ from gputui.backends.amd.partition import backing_bus_ids, read_partitions, with
 from gputui.backends.amd.processes import ProcessListing, ProcessReader, with_completeness
 from gputui.backends.amd.static import driver_version, library_version, rocm_version, static_info
 from gputui.backends.base import Backend, BackendUnavailable
-from gputui.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
+from gputui.core.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
 
 _NO_GPU = "no AMD GPU found"
 

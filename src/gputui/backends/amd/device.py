@@ -24,7 +24,7 @@ from gputui.backends.amd.values import (
     watts_from_uw,
 )
 from gputui.backends.common import CounterRates
-from gputui.model import GpuInfo, GpuSample
+from gputui.core.model import GpuInfo, GpuSample
 
 _MAX_FAN_SPEED = 255  # amdsmi_interface.AMDSMI_MAX_FAN_SPEED: fan speed is 0..255, not %
 _PAGE_STATUS_PENDING = 1  # AMDSMI_MEM_PAGE_STATUS_PENDING

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputui import pci
 from gputui.backends.amd.calls import AmdCalls
 from gputui.backends.amd.values import counter, get, nonnegative, positive, text, to_int
 from gputui.backends.common import CounterRates
-from gputui.model import GpuInfo, GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
+from gputui.core import pci
+from gputui.core.model import GpuInfo, GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
 
 # XGMI link counters are "KB"; amdsmi does not say 1000 or 1024. We read KiB (as amd-smi users do).
 _XGMI_UNIT_BYTES = 1024

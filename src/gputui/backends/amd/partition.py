@@ -18,10 +18,10 @@ import re
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
 
-from gputui import pci
 from gputui.backends.amd.calls import DEVICE_WIDE, PARTITION_READINGS, AmdCalls
 from gputui.backends.amd.values import get, nonnegative, text
-from gputui.model import GpuInfo
+from gputui.core import pci
+from gputui.core.model import GpuInfo
 
 _PARTITIONS = {"SPX": 1, "DPX": 2, "TPX": 3, "QPX": 4, "CPX": None}
 """Compute partition modes and how many partitions each makes; CPX makes one per XCC (8 on an

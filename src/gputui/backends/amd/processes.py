@@ -21,7 +21,7 @@ from typing import Any
 from gputui.backends.amd.calls import AmdCalls, GpuGone
 from gputui.backends.amd.values import counter, get, text, to_int
 from gputui.backends.common import CounterRates
-from gputui.model import GpuSample, ProcessSample
+from gputui.core.model import GpuSample, ProcessSample
 
 _NS_PER_S = 1e9
 IN_USE_BYTES = 1 << 30

@@ -21,7 +21,7 @@ from gputui.backends.amd.values import (
     to_int,
     watts_from_uw,
 )
-from gputui.model import GpuInfo
+from gputui.core.model import GpuInfo
 
 _UMC_BLOCK = 1  # AMDSMI_GPU_BLOCK_UMC: the memory controller, i.e. VRAM ECC
 

@@ -1,5 +1,5 @@
 """Throttle reasons from ``amdsmi_get_gpu_metrics_info``, as canonical names from
-:data:`gputui.model.THROTTLE_REASONS`.
+:data:`gputui.core.model.THROTTLE_REASONS`.
 
 1. MI300-class GPUs publish residency accumulators in gpu_metrics (the same counters
    amdsmi_get_violation_status turns into its active_* flags; that call sleeps 100 ms per GPU,

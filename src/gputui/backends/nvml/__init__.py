@@ -1,4 +1,4 @@
-"""NVIDIA backend: nvidia-ml-py (``import pynvml``) turned into :mod:`gputui.model` objects.
+"""NVIDIA backend: nvidia-ml-py (``import pynvml``) turned into :mod:`gputui.core.model` objects.
 
 ``open`` initialises NVML, caches one handle per GPU (and per MIG slice), reads the static facts
 and the topology among the GPUs; ``read_gpus`` reads the fast tier on every call and the slow

@@ -18,7 +18,7 @@ from gputui.backends.nvml.links import read_topology
 from gputui.backends.nvml.processes import gpu_processes
 from gputui.backends.nvml.static import static_info
 from gputui.backends.nvml.values import optional_text, to_int
-from gputui.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
+from gputui.core.model import GpuEvent, GpuInfo, GpuSample, NodeInfo, ProcessSample, Topology
 
 
 class NvmlBackend(Backend):

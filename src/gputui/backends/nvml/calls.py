@@ -18,7 +18,7 @@ from typing import Any
 
 from gputui.backends.common import CounterRates, UnsupportedCalls
 from gputui.backends.nvml.slowdown import SlowdownTracker
-from gputui.model import GpuInfo, MigDeviceInfo
+from gputui.core.model import GpuInfo, MigDeviceInfo
 
 LOST_MESSAGE = "GPU is lost (fell off the bus)"
 ERROR_PREFIX = "NVML: "

@@ -37,7 +37,7 @@ from gputui.backends.nvml.links import link_samples
 from gputui.backends.nvml.memory import read_memory
 from gputui.backends.nvml.slowdown import SLOWDOWN_FIELDS
 from gputui.backends.nvml.values import KIB, clock_types, to_bool, to_float, to_int, watts
-from gputui.model import GpuSample, MigSample
+from gputui.core.model import GpuSample, MigSample
 
 # Clock-event (throttle) bits. 0x200 and 0x400 exist only in the deprecated "Throttle" family of
 # constants, so they are decoded by value.
@@ -62,7 +62,8 @@ _TEMPERATURE_CALLS = ("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature")
 
 
 def decode_throttle_reasons(mask: int) -> frozenset[str]:
-    """NVML clock-event bitmask -> canonical names from :data:`gputui.model.THROTTLE_REASONS`."""
+    """NVML clock-event bitmask -> canonical names from
+    :data:`gputui.core.model.THROTTLE_REASONS`."""
     return frozenset(name for bit, name in THROTTLE_BITS if mask & bit)
 
 

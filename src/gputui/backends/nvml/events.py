@@ -1,7 +1,7 @@
 """Driver events: XID critical errors and double-bit ECC errors.
 
 They arrive on one daemon thread that waits on an NVML event set (:class:`EventWatcher`) and
-queues :class:`~gputui.model.GpuEvent` objects; the backend's ``read_events`` drains that queue
+queues :class:`~gputui.core.model.GpuEvent` objects; the backend's ``read_events`` drains that queue
 without blocking, and ``close`` stops the thread before freeing the set. A driver or binding
 without the event API means no thread.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from gputui.backends.nvml.calls import NvmlGpu, error_classes
 from gputui.backends.nvml.values import text
-from gputui.model import GpuEvent
+from gputui.core.model import GpuEvent
 
 log = logging.getLogger(__name__)
 

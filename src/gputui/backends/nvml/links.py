@@ -10,7 +10,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from gputui import pci
 from gputui.backends.nvml.calls import GpuLost, NvmlCalls, NvmlGpu
 from gputui.backends.nvml.fields import (
     FI_NVLINK_DATA_RX,
@@ -24,8 +23,9 @@ from gputui.backends.nvml.fields import (
     supported,
 )
 from gputui.backends.nvml.values import KIB, optional_text, to_int
-from gputui.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
-from gputui.pci import canonical_pci_bus_id
+from gputui.core import pci
+from gputui.core.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
+from gputui.core.pci import canonical_pci_bus_id
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from gputui.backends.nvml.records import (
     process_calls,
     read_records,
 )
-from gputui.model import ProcessSample, ProcessType
+from gputui.core.model import ProcessSample, ProcessType
 
 _PROCESS_UTIL_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gputui.model import THROTTLE_TROUBLE
+from gputui.core.model import THROTTLE_TROUBLE
 
 FieldKey = tuple[int, int]  # (field id, scopeId), as in .fields (not imported: .calls uses this)
 

@@ -17,7 +17,7 @@ from gputui.backends.nvml.values import (
     to_int,
     watts,
 )
-from gputui.model import GpuInfo, MigDeviceInfo
+from gputui.core.model import GpuInfo, MigDeviceInfo
 
 ARCHITECTURES = {
     2: "Kepler",

@@ -34,7 +34,7 @@ from gputui.backends.sim.plan import GpuPlan, MigPlan, ProcPlan
 from gputui.backends.sim.pool import WorkerPool
 from gputui.backends.sim.scenarios import SCENARIOS, build
 from gputui.backends.sim.topology import LinkReader, build_topology
-from gputui.model import (
+from gputui.core.model import (
     GpuEvent,
     GpuInfo,
     GpuSample,

@@ -7,7 +7,7 @@ import random
 
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.plan import HostPlan
-from gputui.model import HostSample
+from gputui.core.model import HostSample
 
 
 class HostSim:

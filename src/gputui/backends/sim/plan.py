@@ -82,7 +82,8 @@ class ProcPlan:
     mig_uuid: str | None = None
     """The MIG instance it runs in (its ``track`` is then its activity within that instance)."""
     # Who it works for, as the host's cgroups and the engines' state would tell (see
-    # :class:`gputui.model.ProcessSample`); the sim backend's processes are not enriched from /proc.
+    # :class:`gputui.core.model.ProcessSample`); the sim backend's processes are not enriched from
+    # /proc.
     container_runtime: str | None = None
     container_name: str | None = None
     slurm_job_id: str | None = None

@@ -27,7 +27,7 @@ import math
 
 from gputui.backends.sim.noise import key, mix
 from gputui.backends.sim.plan import PID_BAND, Plan
-from gputui.model import ProcessSample
+from gputui.core.model import ProcessSample
 
 MEM_RAMP_S = 12.0
 """A restarted worker grows to its full GPU memory over this long (as the backend's processes)."""

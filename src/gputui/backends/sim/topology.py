@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.plan import Plan
-from gputui.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
+from gputui.core.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
 
 NVLINK4_SPEED_GBPS = 212.5
 """One NVLink4 link, per direction: 2 lanes x 106.25 Gb/s (PAM4); ``nvidia-smi nvlink -s`` prints

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gputui.format import fmt_datetime
+from gputui.core.format import fmt_datetime
+from gputui.core.model import GpuEvent
+from gputui.core.xid import DRIVER_LOADED, KERNEL_LOG_MARKERS
 from gputui.health.rules.context import RuleContext
-from gputui.model import GpuEvent
-from gputui.xid import DRIVER_LOADED, KERNEL_LOG_MARKERS
 
 HISTORY_HINT = (
     "nothing to do unless it happens again (gputui check --xid-window sets how long an XID from "

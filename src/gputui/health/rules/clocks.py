@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui.format import fmt_temp, fmt_watts
+from gputui.core.format import fmt_temp, fmt_watts
+from gputui.core.model import THROTTLE_TROUBLE, Finding, Severity, describe_throttle
 from gputui.health import hints
 from gputui.health.levels import temperature_level
 from gputui.health.rules.context import (
@@ -14,7 +15,6 @@ from gputui.health.rules.context import (
     is_datacenter_gpu,
     is_vgpu_guest,
 )
-from gputui.model import THROTTLE_TROUBLE, Finding, Severity, describe_throttle
 
 
 def rule_throttle(ctx: RuleContext) -> Iterable[Finding]:

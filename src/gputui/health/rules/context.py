@@ -8,10 +8,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from gputui.format import fmt_bytes
+from gputui.core.format import fmt_bytes
+from gputui.core.history import History
+from gputui.core.model import Finding, GpuEvent, GpuInfo, GpuSample, Severity, Snapshot
 from gputui.health.config import HealthConfig
-from gputui.history import History
-from gputui.model import Finding, GpuEvent, GpuInfo, GpuSample, Severity, Snapshot
 
 _CONSUMER = re.compile(r"\b(GeForce|RTX|Quadro|TITAN|Radeon)\b", re.IGNORECASE)
 _HBM_CLASS = re.compile(

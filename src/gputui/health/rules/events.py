@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gputui.format import fmt_datetime
+from gputui.core.format import fmt_datetime
+from gputui.core.mig import mig_profile
+from gputui.core.model import Finding, GpuEvent, Severity
+from gputui.core.xid import KERNEL_LOG_MARKERS, XID_TABLE, describe_xid, xid_hint
 from gputui.health import hints
 from gputui.health.rules.aging import HISTORY_HINT, history_reason, markers
 from gputui.health.rules.context import RuleContext
-from gputui.mig import mig_profile
-from gputui.model import Finding, GpuEvent, Severity
-from gputui.xid import KERNEL_LOG_MARKERS, XID_TABLE, describe_xid, xid_hint
 
 
 def event_key(event: GpuEvent) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gputui.core.model import Finding
 from gputui.health import hints
 from gputui.health.levels import LOAD_UTIL_PCT, pcie_level
 from gputui.health.rules.context import RuleContext, finding, link_text
-from gputui.model import Finding
 
 
 def rule_pcie_link(ctx: RuleContext) -> Iterable[Finding]:

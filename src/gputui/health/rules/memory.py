@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gputui.core.model import Finding, GpuSample
 from gputui.health import hints
 from gputui.health.rules.context import (
     RuleContext,
@@ -18,7 +19,6 @@ from gputui.health.rules.context import (
     is_datacenter_gpu,
     is_vgpu_guest,
 )
-from gputui.model import Finding, GpuSample
 
 
 def rule_ecc_uncorrected(ctx: RuleContext) -> Iterable[Finding]:

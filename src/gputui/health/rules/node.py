@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui.format import fmt_duration
+from gputui.core.format import fmt_duration
+from gputui.core.model import Finding, Severity
 from gputui.health import hints
 from gputui.health.config import version_tuple
 from gputui.health.rules.context import RuleContext, finding
-from gputui.model import Finding, Severity
 
 
 def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:

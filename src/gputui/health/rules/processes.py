@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui.format import command_text, fmt_duration
+from gputui.core.format import command_text, fmt_duration
+from gputui.core.model import Finding, ProcessSample, Severity
 from gputui.health import hints
 from gputui.health.config import GIB, MIB
 from gputui.health.rules.context import RuleContext, finding, gib
-from gputui.model import Finding, ProcessSample, Severity
 
 IDLE_PCT = 1.0
 """SM / GPU utilization at or below which a process counts as idle."""

@@ -18,12 +18,12 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from gputui.core.format import fmt_clock, fmt_interval, sanitize
 from gputui.fleet.client import PrometheusError
 from gputui.fleet.health import fmt_age
 from gputui.fleet.model import Fleet
 from gputui.fleet.poller import FleetPoller, PollResult
 from gputui.fleet.source import FleetSource
-from gputui.format import fmt_clock, fmt_interval, sanitize
 from gputui.tui.fleet.messages import OpenNode, RefreshDone
 from gputui.tui.fleet.screens import FleetScreen, NodeScreen
 

@@ -14,9 +14,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from gputui.core.format import sanitize
 from gputui.fleet.model import Fleet, FleetGpu, FleetNode
 from gputui.fleet.source import NodeHistory
-from gputui.format import sanitize
 from gputui.tui.fleet.messages import OpenNode
 from gputui.tui.fleet.table import KeyedTable
 from gputui.tui.fleet.widgets import (

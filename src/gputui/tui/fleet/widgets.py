@@ -6,10 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from gputui.fleet.health import fmt_age
-from gputui.fleet.model import HEALTH_ORDER, HEALTH_SYMBOLS, Fleet, FleetGpu, FleetNode, health_text
-from gputui.fleet.source import NodeHistory
-from gputui.format import (
+from gputui.core.format import (
     NA,
     fmt_bytes,
     fmt_bytes_pair,
@@ -23,6 +20,9 @@ from gputui.format import (
     sanitize,
     short_gpu_name,
 )
+from gputui.fleet.health import fmt_age
+from gputui.fleet.model import HEALTH_ORDER, HEALTH_SYMBOLS, Fleet, FleetGpu, FleetNode, health_text
+from gputui.fleet.source import NodeHistory
 from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (
     BAR_POWER,

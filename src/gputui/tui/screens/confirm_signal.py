@@ -20,8 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from gputui.format import NA, command_text, fmt_bytes, sanitize
-from gputui.model import ProcessSample
+from gputui.core.format import NA, command_text, fmt_bytes, sanitize
+from gputui.core.model import ProcessSample
 
 TYPE_AHEAD_S = 0.3
 """Keys this soon after the dialog opens choose no signal (only esc, and enter on Cancel, act)."""

@@ -22,10 +22,11 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from gputui.core.history import History
+from gputui.core.model import NodeInfo, ProcessSample, Snapshot
+from gputui.core.usage import idle_summary
 from gputui.health.rollup import gpu_status, node_summary
-from gputui.history import History
-from gputui.model import NodeInfo, ProcessSample, Snapshot
-from gputui.pidns import namespace_note
+from gputui.host.pidns import namespace_note
 from gputui.tui.messages import ProcessHighlighted, SignalRequested
 from gputui.tui.permissions import signal_refusal
 from gputui.tui.replay import ReplayStatus
@@ -36,7 +37,6 @@ from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
 from gputui.tui.widgets.process_table import ProcessTable
 from gputui.tui.widgets.title_bar import TitleBar
-from gputui.usage import idle_summary
 
 try:  # built on Textual internals (pinned exactly); without it, panels still work, less frugally
     from gputui.tui import span_compositor

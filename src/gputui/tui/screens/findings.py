@@ -21,7 +21,8 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from gputui.format import finding_text, fmt_clock, sanitize
+from gputui.core.format import finding_text, fmt_clock, sanitize
+from gputui.core.model import Finding, Snapshot
 from gputui.health.rollup import (
     acknowledgeable,
     badge_text,
@@ -30,7 +31,6 @@ from gputui.health.rollup import (
     sorted_findings,
     where,
 )
-from gputui.model import Finding, Snapshot
 from gputui.tui.messages import AcknowledgeFindings
 from gputui.tui.widgets.footer import KeyFooter
 

@@ -46,8 +46,8 @@ from textual.screen import Screen
 from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from gputui.format import sanitize, short_gpu_name
-from gputui.model import NodeInfo, Snapshot
+from gputui.core.format import sanitize, short_gpu_name
+from gputui.core.model import NodeInfo, Snapshot
 from gputui.probe.protocol import TEST_IDS, Done, Result
 from gputui.probe.runner import busy_reason, node_of, unusable_label, unusable_reason
 from gputui.tui.screens.probe_panels import (

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from gputui.format import NA as NO_VALUE
-from gputui.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize
-from gputui.model import GpuSample, NodeInfo, Snapshot, describe_throttle
+from gputui.core.format import NA as NO_VALUE
+from gputui.core.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize
+from gputui.core.model import GpuSample, NodeInfo, Snapshot, describe_throttle
 from gputui.probe.verdict import NA, Judged
 from gputui.specs import fit
 from gputui.tui.screens.probe_state import DeviceRun, device_label, human_test_name

@@ -14,7 +14,7 @@ from typing import Protocol
 from textual.message import Message
 from textual.worker import Worker
 
-from gputui.model import NodeInfo
+from gputui.core.model import NodeInfo
 from gputui.probe.devices import DevicePlan, plan_devices
 from gputui.probe.protocol import Done, Error, Hello, ProbeMessage
 from gputui.probe.runner import ProbeRunner, Target

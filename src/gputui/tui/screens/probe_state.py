@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gputui.model import NodeInfo, Snapshot, describe_throttle
+from gputui.core.model import NodeInfo, Snapshot, describe_throttle
 from gputui.probe.protocol import (
     WARMUP,
     Done,

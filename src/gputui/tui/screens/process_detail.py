@@ -23,10 +23,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from gputui.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
-from gputui.history import History
-from gputui.mig import instance_label, instances_by_uuid
-from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.core.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.history import History
+from gputui.core.mig import instance_label, instances_by_uuid
+from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.host.workload import attribution_rows
 from gputui.tui.widgets.charts import Chart, Fetch, chart_block, history_fetch, nice_ceiling
 from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.line_widget import (
@@ -37,7 +38,6 @@ from gputui.tui.widgets.line_widget import (
     LineWidget,
     MeterPalette,
 )
-from gputui.workload import attribution_rows
 
 _TYPE_WORDS = {
     "compute": "compute",

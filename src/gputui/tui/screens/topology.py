@@ -33,10 +33,10 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gputui import topology as topo
-from gputui.format import NA, fmt_c2c, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
-from gputui.history import History
-from gputui.model import GpuInfo, GpuSample, NodeInfo, Snapshot, Topology
+from gputui.core import topology as topo
+from gputui.core.format import NA, fmt_c2c, fmt_pcie, fmt_rate, pad, sanitize, short_gpu_name
+from gputui.core.history import History
+from gputui.core.model import GpuInfo, GpuSample, NodeInfo, Snapshot, Topology
 from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (

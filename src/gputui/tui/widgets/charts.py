@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gputui.format import cell_width
+from gputui.core.format import cell_width
 from gputui.tui.widgets.history_plot import column_plot
 from gputui.tui.widgets.line_widget import FRAME, LABEL, VALUE, Line, LineBuilder
 

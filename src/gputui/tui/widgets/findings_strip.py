@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.format import finding_text
+from gputui.core.format import finding_text
+from gputui.core.model import Finding
 from gputui.health.rollup import BADGE_SYMBOLS, sorted_findings, where
-from gputui.model import Finding
 from gputui.tui.widgets.line_widget import (
     BAD,
     DIM,

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from textual import events
 from textual.message import Message
 
-from gputui.format import (
+from gputui.core.format import (
     NA,
     cell_width,
     clip,
@@ -37,14 +37,14 @@ from gputui.format import (
     sanitize,
     short_gpu_name,
 )
-from gputui.health.rollup import badge_text
-from gputui.history import History
-from gputui.model import (
+from gputui.core.history import History
+from gputui.core.model import (
     THROTTLE_TROUBLE,
     GpuInfo,
     GpuSample,
     Severity,
 )
+from gputui.health.rollup import badge_text
 from gputui.tui.widgets.bars import bar, fraction
 from gputui.tui.widgets.charts import chart_area
 from gputui.tui.widgets.gpu_pieces import (

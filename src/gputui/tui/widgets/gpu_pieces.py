@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.format import (
+from gputui.core.format import (
     NA,
     fmt_bytes_pair,
     fmt_c2c,
@@ -22,10 +22,10 @@ from gputui.format import (
     pad,
     sanitize,
 )
+from gputui.core.history import History
+from gputui.core.mig import mig_profile
+from gputui.core.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
 from gputui.health.levels import pcie_level, temperature_level
-from gputui.history import History
-from gputui.mig import mig_profile
-from gputui.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
 from gputui.tui.widgets.bars import fraction
 from gputui.tui.widgets.charts import Chart, Fetch, history_fetch, nice_ceiling
 from gputui.tui.widgets.line_widget import (

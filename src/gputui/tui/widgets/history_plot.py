@@ -1,7 +1,7 @@
 """History plots drawn with block characters: one-row sparklines and multi-row column plots.
 
-Values come from :meth:`gputui.history.History.gpu_series` (oldest first, NaN where unknown); the
-newest value is drawn in the rightmost column. A gap (NaN) is drawn as a blank column, so a lost
+Values come from :meth:`gputui.core.history.History.gpu_series` (oldest first, NaN where unknown);
+the newest value is drawn in the rightmost column. A gap (NaN) is drawn as a blank column, so a lost
 reading is never shown as 0.
 """
 

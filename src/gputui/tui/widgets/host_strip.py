@@ -3,8 +3,8 @@ uptime. Items that do not fit the width are left out, least useful first."""
 
 from __future__ import annotations
 
-from gputui.format import NA, fmt_bytes_pair, fmt_duration, fmt_load, fmt_pct
-from gputui.model import HostSample
+from gputui.core.format import NA, fmt_bytes_pair, fmt_duration, fmt_load, fmt_pct
+from gputui.core.model import HostSample
 from gputui.tui.widgets.bars import bar, fraction
 from gputui.tui.widgets.history_plot import sparkline
 from gputui.tui.widgets.line_widget import (

@@ -25,7 +25,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.format import cell_width, clip, one_cell_each
+from gputui.core.format import cell_width, clip, one_cell_each
 
 if TYPE_CHECKING:
     from textual.color import Color
@@ -114,7 +114,7 @@ _CELLS_MAX = 8192
 
 
 def cells(text: str) -> int:
-    """Terminal cells of ``text``: :func:`gputui.format.cell_width`, with a fast path for the
+    """Terminal cells of ``text``: :func:`gputui.core.format.cell_width`, with a fast path for the
     characters panels and charts are drawn with, and remembered (a panel draws the same pieces
     tick after tick)."""
     width = _CELLS.get(text)

@@ -9,15 +9,15 @@ and what the table says when it is empty.
 
 Columns have fixed widths (so formatting a row needs no other row), except COMMAND, which takes
 the rest of the line: each command line is shortened to that width keeping what tells processes
-apart (:func:`gputui.format.command_text`). The cursor follows its process when rows re-order.
+apart (:func:`gputui.core.format.command_text`). The cursor follows its process when rows re-order.
 
-A JOB / POD column (the Slurm job, Kubernetes pod or container, :mod:`gputui.workload`) comes
+A JOB / POD column (the Slurm job, Kubernetes pod or container, :mod:`gputui.host.workload`) comes
 before COMMAND when some process has one, and the command then leaves its container tag out. It
 takes room from TYPE, then RSS, and is left out (the tag comes back) when COMMAND would have
 fewer than :data:`MIN_COMMAND_WIDTH` cells even so: below 109 cells in the full layout, below 92
 in the narrow one (one more with a scroll bar; so not at 80 columns). In a wide table it widens
 to show long job names whole. A process in a MIG instance shows it after its GPU's index:
-``3·g7`` for GPU instance 7 of GPU 3 (:func:`gputui.mig.process_gpu_text`).
+``3·g7`` for GPU instance 7 of GPU 3 (:func:`gputui.core.mig.process_gpu_text`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from textual.binding import BindingType
 from textual.message import Message
 from textual.reactive import var
 
-from gputui.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
-from gputui.mig import instances_by_uuid, process_gpu_order, process_gpu_text
-from gputui.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.core.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.mig import instances_by_uuid, process_gpu_order, process_gpu_text
+from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.host.workload import COLUMN_TITLE, has_workloads, workload_label, workload_words
 from gputui.tui.messages import ProcessHighlighted
 from gputui.tui.widgets.line_widget import DIM, VALUE, cells
 from gputui.tui.widgets.table_model import ColumnSpec, sort_items
 from gputui.tui.widgets.virtual_table import TableLayout, VirtualTable, table_bindings
-from gputui.workload import COLUMN_TITLE, has_workloads, workload_label, workload_words
 
 # --- formatting -----------------------------------------------------------------------------------
 
@@ -279,7 +279,7 @@ class ProcessTable(VirtualTable[ProcessSample]):
 
     def matches(self, item: ProcessSample, needle: str) -> bool:
         """PID, user, command, name, and the job, pod and container
-        (:func:`gputui.workload.workload_words`)."""
+        (:func:`gputui.host.workload.workload_words`)."""
         return (
             needle in str(item.pid)
             or needle in (item.user or "").lower()

@@ -3,14 +3,14 @@ reading (from the snapshot, never from the wall clock), the node's health ("✔ 
 "▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge; "● REC" while the session is recorded; in
 replay mode "REPLAY 00:12:34 / 01:00:00 ×4 ▶" (position, length, speed, playing or paused)
 instead of the interval. While GPUs are idle, how many and what they cost ("3/8 GPUs idle (1
-held) · 7.50/h", :func:`gputui.usage.idle_summary`): the driver and runtime versions make room
+held) · 7.50/h", :func:`gputui.core.usage.idle_summary`): the driver and runtime versions make room
 for it, and it is left out before the hostname, backend or GPU count would be. No clock
 animation: it changes only when a reading arrives or a key changes it."""
 
 from __future__ import annotations
 
-from gputui.format import fmt_clock, fmt_duration, fmt_interval, sanitize
-from gputui.model import NodeInfo
+from gputui.core.format import fmt_clock, fmt_duration, fmt_interval, sanitize
+from gputui.core.model import NodeInfo
 from gputui.tui.replay import ReplayStatus, fmt_hms, fmt_speed
 from gputui.tui.widgets.line_widget import (
     ACCENT,

@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import var
 
-from gputui.format import clip
+from gputui.core.format import clip
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     DIM,

@@ -28,8 +28,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gputui.format import cell_width, fmt_rate, pad, sanitize
-from gputui.model import GpuInfo, GpuPath, GpuSample, LinkInfo, LinkSample, NodeInfo, Snapshot
+from gputui.core.format import cell_width, fmt_rate, pad, sanitize
+from gputui.core.model import GpuInfo, GpuPath, GpuSample, LinkInfo, LinkSample, NodeInfo, Snapshot
 
 # -- notation ----------------------------------------------------------------------------------
 

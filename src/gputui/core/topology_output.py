@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.model import GpuPath, NodeInfo, Snapshot
-from gputui.topology import (
+from gputui.core.model import GpuPath, NodeInfo, Snapshot
+from gputui.core.topology import (
     LinkRow,
     all_link_rows,
     build_matrix,

@@ -1,15 +1,16 @@
 """A simulated node on a clock that only moves when told to (not what ``--demo`` runs: that is
-the simulated backend on the wall clock, opened like any other through :mod:`gputui.session`).
+the simulated backend on the wall clock, opened like any other through
+:mod:`gputui.engine.session`).
 
 Tests, the screenshot script and documentation examples need the dashboard in a known state with
-history already filled: this builds a :class:`~gputui.sampler.Sampler` over the simulated backend,
-driven by a :class:`FakeClock`, and polls it ``polls`` times one interval apart.
+history already filled: this builds a :class:`~gputui.engine.sampler.Sampler` over the simulated
+backend, driven by a :class:`FakeClock`, and polls it ``polls`` times one interval apart.
 """
 
 from __future__ import annotations
 
-from gputui.sampler import Sampler
-from gputui.session import sampler_for
+from gputui.engine.sampler import Sampler
+from gputui.engine.session import sampler_for
 from gputui.settings.model import Settings
 
 T0 = 1_700_000_000.0

@@ -45,8 +45,8 @@ container name; Podman's ``overlay-containers/containers.json``; and the kubelet
 namespace when the pod has a subdomain). Every root is a parameter, so tests build fake trees.
 
 A PID's cgroup does not change while it lives: callers cache the :class:`Attribution` per process
-(:class:`gputui.host.ProcessEnricher` keeps it with the process's other static facts), and the
-reader caches names per container and per pod, so a steady state reads no file at all.
+(:class:`gputui.host.processes.ProcessEnricher` keeps it with the process's other static facts), and
+the reader caches names per container and per pod, so a steady state reads no file at all.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.model import MAX_NAME_CHARS
+from gputui.core.model import MAX_NAME_CHARS
 
 MAX_STATE_BYTES = 4 << 20
 """An engine state file larger than this is not read (a real one is a few tens of kB)."""

@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from typing import Generic, NoReturn, ParamSpec, TypeVar
 
-from gputui import children
 from gputui.backends.base import OpenProgress
-from gputui.exitcodes import EXIT_INTERRUPTED
+from gputui.core.exitcodes import EXIT_INTERRUPTED
+from gputui.host import children
 
 COLD_OPEN_ALLOWANCE_S = 4.0
 """How long one GPU may take to open (NVIDIA: 1-3 s a GPU without persistence mode)."""

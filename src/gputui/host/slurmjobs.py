@@ -1,13 +1,13 @@
 """Slurm job names and users, looked up with ``scontrol show job -o ID`` off the polling thread.
 
-The cgroup gives a process's job id (:mod:`gputui.attribution`); the name and user need the
+The cgroup gives a process's job id (:mod:`gputui.host.attribution`); the name and user need the
 controller, which can be slow or down. :class:`SlurmJobs` answers from its cache at once and
 queues an unknown job for one background worker thread, which runs one ``scontrol`` at a time
 with a timeout. Until it has answered, :meth:`SlurmJobs.lookup` returns None and only the id is
 shown. A lookup that failed (timeout, unknown job, ``scontrol`` error) is tried again after
 :data:`RETRY_S`. Without ``scontrol`` on ``PATH`` nothing is started at all. An ``scontrol``
 still running when the jobs are closed, or when gputui exits, is killed with anything it started
-(:mod:`gputui.children`): a prolog run must not leave one behind.
+(:mod:`gputui.host.children`): a prolog run must not leave one behind.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputui import children
-from gputui.model import MAX_NAME_CHARS
+from gputui.core.model import MAX_NAME_CHARS
+from gputui.host import children
 
 TIMEOUT_S = 5.0
 """How long one ``scontrol`` may take."""

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from gputui.model import Finding
+from gputui.core.model import Finding
 
 if TYPE_CHECKING:
-    from gputui.history import History
-    from gputui.model import Snapshot
+    from gputui.core.history import History
+    from gputui.core.model import Snapshot
 
 MIN_SPEED = 0.25
 MAX_SPEED = 64.0

@@ -6,12 +6,12 @@ Every command, the dashboard and the exporter open their readings here::
     with open_session(spec, interval=1.0) as session:
         snapshot = session.sampler.poll()
 
-:func:`open_session` opens the backend, wraps it in a :class:`~gputui.sampler.Sampler` with the
-health rules attached (or the recorded findings, for a replay), and raises :class:`SessionError`
+:func:`open_session` opens the backend, wraps it in a :class:`~gputui.engine.sampler.Sampler` with
+the health rules attached (or the recorded findings, for a replay), and raises :class:`SessionError`
 with a message for the user instead of printing; the caller decides where the message goes.
 
 The backend is opened on a thread of its own and waited for with a limit
-(:mod:`gputui.opening`): a driver that hangs while the GPUs are opened gives
+(:mod:`gputui.engine.opening`): a driver that hangs while the GPUs are opened gives
 :class:`DriverNotAnswering`, and Ctrl-C ends the wait.
 """
 
@@ -26,10 +26,10 @@ from typing import Literal
 from gputui import backends
 from gputui.backends.base import Backend, OpenProgress
 from gputui.backends.spec import BACKEND_KINDS, DEFAULT_SIM_SCENARIO, SPEC_HELP, BackendSpec
-from gputui.model import NodeInfo
-from gputui.opening import DEFAULT_TIMEOUT_S, Opening, OpenTimedOut
-from gputui.playback import Playback, RecordedFindings
-from gputui.sampler import HealthEvaluator, Sampler
+from gputui.core.model import NodeInfo
+from gputui.core.playback import Playback, RecordedFindings
+from gputui.engine.opening import DEFAULT_TIMEOUT_S, Opening, OpenTimedOut
+from gputui.engine.sampler import HealthEvaluator, Sampler
 from gputui.settings.model import HealthSettings, Settings
 
 
@@ -136,9 +136,9 @@ def open_session(
     :class:`ReplayError`.
 
     The backend opens on a thread of its own; past ``open_timeout`` seconds (more for a cold
-    open that makes progress, see :func:`gputui.opening.open_deadline`; None: no limit; a replay
-    has none) this raises :class:`DriverNotAnswering`. ``on_wait(seconds so far)`` runs on the
-    calling thread while it waits, first at once.
+    open that makes progress, see :func:`gputui.engine.opening.open_deadline`; None: no limit; a
+    replay has none) this raises :class:`DriverNotAnswering`. ``on_wait(seconds so far)`` runs on
+    the calling thread while it waits, first at once.
     """
     if isinstance(spec, str):
         spec = BackendSpec.parse(spec)

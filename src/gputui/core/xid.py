@@ -20,8 +20,8 @@ import subprocess
 import time
 from collections.abc import Iterable
 
-from gputui.model import GpuEvent, NodeInfo, Severity
-from gputui.pci import pci_device_key
+from gputui.core.model import GpuEvent, NodeInfo, Severity
+from gputui.core.pci import pci_device_key
 
 XID_TABLE: dict[int, tuple[Severity, str]] = {
     13: (

@@ -28,10 +28,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.format import fmt_bytes, fmt_duration, sanitize
-from gputui.model import NodeInfo, Snapshot
-from gputui.topology import build_matrix
-from gputui.usage import HELD_MEMORY_BYTES
+from gputui.core.format import fmt_bytes, fmt_duration, sanitize
+from gputui.core.model import NodeInfo, Snapshot
+from gputui.core.topology import build_matrix
+from gputui.core.usage import HELD_MEMORY_BYTES
 
 DEFAULT_MAX_UTIL_PCT = 10.0
 USAGE_RULES = frozenset({"other_processes", "idle_memory"})

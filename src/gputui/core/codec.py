@@ -15,7 +15,7 @@ later gputui may add fields). One converter is compiled per type on first use: a
 is 86,400 lines.
 
 Snapshots carry ``schema_version``. :data:`MIGRATIONS` holds one step per version, so a snapshot
-(or recording) written by an older gputui is brought up to :data:`~gputui.model.SCHEMA_VERSION`
+(or recording) written by an older gputui is brought up to :data:`~gputui.core.model.SCHEMA_VERSION`
 before it is decoded; a newer one is refused with a clear message.
 """
 
@@ -29,7 +29,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-from gputui.model import SCHEMA_VERSION, Snapshot
+from gputui.core.model import SCHEMA_VERSION, Snapshot
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]
@@ -341,8 +341,8 @@ Migration = Callable[[JsonObject], JsonObject]
 
 MIGRATIONS: Mapping[int, Migration] = {}
 """``MIGRATIONS[n]`` turns a snapshot object of schema ``n`` into one of schema ``n + 1``. Add a
-step here whenever :data:`~gputui.model.SCHEMA_VERSION` is bumped (a field renamed or removed), so
-older recordings keep loading."""
+step here whenever :data:`~gputui.core.model.SCHEMA_VERSION` is bumped (a field renamed or removed),
+so older recordings keep loading."""
 
 
 def schema_of(data: Mapping[str, Any]) -> int:

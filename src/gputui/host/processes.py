@@ -1,15 +1,15 @@
 """Host-side facts from psutil: the host strip (CPU, RAM, swap, load, uptime) and the host half of
 each GPU process row (user, name, command line, CPU %, RSS, start time, and what the process runs
-in: container, Kubernetes pod, Slurm job; see :mod:`gputui.attribution`).
+in: container, Kubernetes pod, Slurm job; see :mod:`gputui.host.attribution`).
 
 psutil.Process objects are cached per PID because CPU % is measured between two calls on the same
 object; a PID that has vanished simply keeps its GPU-side facts and gets None for the host ones.
 The attribution is read once per process (a PID's cgroup does not change) and kept with it; Slurm
-job names come from a background lookup (:mod:`gputui.slurmjobs`) and fill in when it answers.
+job names come from a background lookup (:mod:`gputui.host.slurmjobs`) and fill in when it answers.
 
 The driver reports host PIDs (NVIDIA/nvidia-docker issue #1483). Where gputui does not run in the
-host's PID namespace (:mod:`gputui.pidns`), the same number in the local ``/proc`` is nothing or
-another process: rows are then marked ``not_visible``, nothing looked up. In the host's namespace
+host's PID namespace (:mod:`gputui.host.pidns`), the same number in the local ``/proc`` is nothing
+or another process: rows are then marked ``not_visible``, nothing looked up. In the host's namespace
 a PID missing from a ``/proc`` mounted with ``hidepid`` is ``not_visible`` too, not ``exited``.
 """
 
@@ -22,11 +22,11 @@ from typing import TypeVar
 
 import psutil
 
-from gputui.attribution import Attribution, AttributionReader
-from gputui.model import MAX_NAME_CHARS, HostSample, PidNamespace, ProcessSample
-from gputui.pidns import detect_pid_namespace, proc_hides_processes
-from gputui.procstat import is_kernel_thread, read_cmdline
-from gputui.slurmjobs import SlurmJobs
+from gputui.core.model import MAX_NAME_CHARS, HostSample, PidNamespace, ProcessSample
+from gputui.host.attribution import Attribution, AttributionReader
+from gputui.host.pidns import detect_pid_namespace, proc_hides_processes
+from gputui.host.procstat import is_kernel_thread, read_cmdline
+from gputui.host.slurmjobs import SlurmJobs
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ class ProcessEnricher:
         slurm: SlurmJobs | None = None,
     ) -> None:
         """``host_pids``: whether gputui sees the host's PIDs (default: told from ``proc_root``,
-        see :mod:`gputui.pidns`); ``attribution`` reads cgroups and engine state (default: this
+        see :mod:`gputui.host.pidns`); ``attribution`` reads cgroups and engine state (default: this
         machine's roots); ``slurm`` looks up job names (default: ``scontrol`` where it is
         installed)."""
         self._known: dict[int, _Known] = {}

@@ -1,7 +1,7 @@
 """Energy and idle accounting per GPU over a session, and what idle GPUs cost.
 
 The sampler feeds every reading to a :class:`UsageMeter` (on its polling thread) and puts the
-result on the snapshot (:class:`gputui.model.Usage`). How it counts:
+result on the snapshot (:class:`gputui.core.model.Usage`). How it counts:
 
 - **Time.** Between two readings of a GPU, the interval is counted with the state of the newer
   reading (utilization is itself an average over the last sample period). An interval longer
@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import GpuSample, GpuUsage, Usage
+from gputui.core.model import GpuSample, GpuUsage, Usage
 
 IDLE_UTIL_PCT = 5.0
 HELD_MEMORY_BYTES = 1024**3
@@ -209,7 +209,7 @@ def summarize(
     idle_util_pct: float = IDLE_UTIL_PCT,
     held_memory_bytes: int = HELD_MEMORY_BYTES,
 ) -> Usage:
-    """The node's figures from its GPUs' usage (see :class:`gputui.model.Usage`)."""
+    """The node's figures from its GPUs' usage (see :class:`gputui.core.model.Usage`)."""
     counted = [g for g in gpus if g.idle is not None]
     idle = sum(1 for g in counted if g.idle)
     held = sum(1 for g in counted if g.held_idle)

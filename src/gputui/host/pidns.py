@@ -4,7 +4,7 @@ The NVIDIA driver does not know PID namespaces: NVML lists host PIDs whoever ask
 too (NVIDIA/nvidia-docker issue #1483: "you will always get the host pids, not the container
 pids"). In any PID namespace other than the host's, such a number names no process in the local
 ``/proc``, or a different one; so there gputui shows the PIDs as they are, looks nothing up, and
-signals nothing (:mod:`gputui.host`, :mod:`gputui.signals`).
+signals nothing (:mod:`gputui.host.processes`, :mod:`gputui.host.signals`).
 
 How it is told, most reliable first (every path under a ``proc_root`` parameter, so tests build
 fake ones):
@@ -30,8 +30,8 @@ from __future__ import annotations
 import os
 import re
 
-from gputui.model import PidNamespace
-from gputui.procstat import KTHREADD_PID, is_kernel_thread
+from gputui.core.model import PidNamespace
+from gputui.host.procstat import KTHREADD_PID, is_kernel_thread
 
 PROC_PID_INIT_INO = 0xEFFFFFFC
 """``PROC_PID_INIT_INO`` in the kernel's include/linux/proc_ns.h: the inode of the initial PID

@@ -22,7 +22,7 @@ import unicodedata
 
 from rich.cells import cell_len
 
-from gputui.model import MAX_COMMAND_CHARS
+from gputui.core.model import MAX_COMMAND_CHARS
 
 NA = "n/a"
 """What a widget shows for a value the hardware or driver does not report."""
@@ -598,7 +598,7 @@ def command_text(
 ) -> str:
     """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``; :data:`NA`
     when neither its command line nor its name could be read. At most
-    :data:`~gputui.model.MAX_COMMAND_CHARS` characters of it, then ``…`` (a replayed or
+    :data:`~gputui.core.model.MAX_COMMAND_CHARS` characters of it, then ``…`` (a replayed or
     simulated row can hold megabytes, which would take seconds to lay out).
 
     ``short``: the executable without its directory. ``width``: at most this many cells, the

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputui.model import NodeInfo
+from gputui.core.model import NodeInfo
 
 CUDA_ORDER_NOTE = (
     "GPU numbers are NVML indices; CUDA numbers devices fastest-first unless "

@@ -2,8 +2,8 @@
 verdict of ``gputui check``.
 
 Every string from a reading (host, GPU and user names, commands, messages, hints) can hold
-anything, a recording most of all: each goes through :func:`gputui.format.sanitize` before it is
-measured or printed, and columns are measured in terminal cells (a CJK user name is two cells a
+anything, a recording most of all: each goes through :func:`gputui.core.format.sanitize` before it
+is measured or printed, and columns are measured in terminal cells (a CJK user name is two cells a
 character).
 
 A GPU in MIG mode gets a line per MIG instance under its row (profile, GPU / compute instance
@@ -11,7 +11,7 @@ ids, memory, processes), its processes GI / CI columns, and a finding about proc
 instances a line naming them.
 
 Processes that run in a Slurm job, a Kubernetes pod or a container get a JOB / POD column
-(:mod:`gputui.workload`); the usage since the session started (energy, idle and held-idle time
+(:mod:`gputui.host.workload`); the usage since the session started (energy, idle and held-idle time
 per GPU, what idle GPUs cost) follows the host line."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from gputui.format import (
+from gputui.core.format import (
     NA,
     cell_width,
     clip,
@@ -40,9 +40,8 @@ from gputui.format import (
     sanitize,
     short_gpu_name,
 )
-from gputui.health.verdict import CheckResult
-from gputui.mig import describe_processes, finding_note, instances_by_uuid, mig_views
-from gputui.model import (
+from gputui.core.mig import describe_processes, finding_note, instances_by_uuid, mig_views
+from gputui.core.model import (
     Finding,
     GpuSample,
     MigDeviceInfo,
@@ -50,10 +49,11 @@ from gputui.model import (
     Snapshot,
     describe_throttle,
 )
-from gputui.pidns import namespace_note
-from gputui.usage import fmt_energy, fmt_money
-from gputui.workload import COLUMN_TITLE as WORKLOAD_COLUMN
-from gputui.workload import has_workloads, workload_label
+from gputui.core.usage import fmt_energy, fmt_money
+from gputui.health.verdict import CheckResult
+from gputui.host.pidns import namespace_note
+from gputui.host.workload import COLUMN_TITLE as WORKLOAD_COLUMN
+from gputui.host.workload import has_workloads, workload_label
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
@@ -269,7 +269,7 @@ def _seconds(value: float) -> str:
 
 def render_usage(snapshot: Snapshot) -> list[str]:
     """Energy and idle time per GPU since the session started, and the GPUs idle now with what
-    they cost per hour when a price is set (see :mod:`gputui.usage`)."""
+    they cost per hour when a price is set (see :mod:`gputui.core.usage`)."""
     usage = snapshot.usage
     if usage is None:
         return []

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gputui.model import Finding, MigDeviceInfo, MigSample, ProcessSample, Snapshot
+from gputui.core.model import Finding, MigDeviceInfo, MigSample, ProcessSample, Snapshot
 
 _PROFILE = re.compile(r"\b\d+g\.\d+gb(?:\+\w+)?\b", re.IGNORECASE)
 _PID = re.compile(r"\bPID (\d+)\b")

@@ -4,9 +4,9 @@ Every class here is a small frozen dataclass. A field that the hardware, driver 
 support is ``None`` (never 0 and never an exception). Units live in field names (``_bytes``,
 ``_w``, ``_c``, ``_mhz``, ``_pct``, ``_bytes_per_s``) so the JSON form needs no separate legend.
 
-The JSON form of a :class:`Snapshot` (:mod:`gputui.codec`) is documented in
+The JSON form of a :class:`Snapshot` (:mod:`gputui.core.codec`) is documented in
 ``docs/snapshot-schema.md``; bump :data:`SCHEMA_VERSION` whenever a field is renamed or removed
-(adding a field is compatible) and add a migration step to :data:`gputui.codec.MIGRATIONS`.
+(adding a field is compatible) and add a migration step to :data:`gputui.core.codec.MIGRATIONS`.
 """
 
 from __future__ import annotations
@@ -361,9 +361,9 @@ class ProcessSample:
     ``/proc`` hides other users' processes): whoever holds the GPU is unknown, not gone."""
     kernel_thread: bool = False
     """The PID names a kernel thread (a garbled driver record can): never offered a signal
-    (see :mod:`gputui.procstat`)."""
+    (see :mod:`gputui.host.procstat`)."""
     # Who the process works for, from its cgroup (``/proc/PID/cgroup``) and, where readable, the
-    # container engine's and kubelet's own state (see :mod:`gputui.attribution`).
+    # container engine's and kubelet's own state (see :mod:`gputui.host.attribution`).
     container_runtime: str | None = None
     """``docker``, ``containerd``, ``cri-o`` or ``podman``; None when not in a container or
     the engine cannot be told from the cgroup."""
@@ -474,7 +474,7 @@ class NodeInfo:
     """Where gputui ran: ``host`` (the PIDs the driver reports name processes here), ``container``
     (another PID namespace: they are host PIDs, not looked up and never signalled) or ``unknown``
     (treated like ``container``); None where the backend reports its own processes (a simulated
-    node) or the recording is older (see :mod:`gputui.pidns`)."""
+    node) or the recording is older (see :mod:`gputui.host.pidns`)."""
 
     def gpu(self, index: int) -> GpuInfo | None:
         for info in self.gpus:
@@ -498,7 +498,7 @@ class Stall:
 
 @dataclass(frozen=True, slots=True)
 class GpuUsage:
-    """What one GPU did since the session started (see :mod:`gputui.usage`): the energy it used
+    """What one GPU did since the session started (see :mod:`gputui.core.usage`): the energy it used
     and how long it sat idle. Seconds count only time the GPU was read (a gap between readings
     counts up to three intervals; a lost GPU's time is not counted)."""
 

@@ -1,7 +1,7 @@
 """What a GPU process works for, as views show it: one label per process (the JOB / POD
 column), the words the process filter matches, and usage summed per Slurm job, pod and container.
 
-Pure functions over :class:`~gputui.model.ProcessSample` (no Textual): the dashboard, the text
+Pure functions over :class:`~gputui.core.model.ProcessSample` (no Textual): the dashboard, the text
 report and the exporter share them. A process is attributed to the most specific thing people
 manage: its Slurm job, else its Kubernetes pod, else its container.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from gputui.attribution import is_rootless
-from gputui.model import ProcessSample
+from gputui.core.model import ProcessSample
+from gputui.host.attribution import is_rootless
 
 WorkloadKind = Literal["slurm", "pod", "container"]
 COLUMN_TITLE = "JOB / POD"

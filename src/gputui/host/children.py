@@ -4,7 +4,7 @@ A Slurm prolog runs ``gputui check`` or ``snapshot`` on every job: a helper that
 controller that does not answer) must not outlive the command, or each run leaves one more behind.
 Each helper runs in a session of its own, so killing its process group also ends whatever it
 started. :func:`stop` ends one helper; :func:`stop_all` ends every one still running, at exit
-(``atexit``) and before a hard exit (:func:`gputui.opening.exit_now` skips ``atexit``).
+(``atexit``) and before a hard exit (:func:`gputui.engine.opening.exit_now` skips ``atexit``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ and its command line from ``/proc/PID/cmdline``, read up to a bound.
 A process row can name a kernel thread, PID 1 or PID 2 when the driver and its binding disagree on
 the size of a process record (NVML's process info v2 and v3 structs: nvitop PRs #79, #89, #94 and
 #226, gpustat issue #161): such a row must never be offered a signal, and
-:mod:`gputui.signals` refuses it. The root of ``/proc`` is a parameter, so tests build fake ones.
+:mod:`gputui.host.signals` refuses it. The root of ``/proc`` is a parameter, so tests build fake
+ones.
 
 The stat line is ``PID (COMM) STATE PPID PGRP SESSION TTY_NR TPGID FLAGS ...`` (proc(5)). COMM
 may hold spaces and parentheses, so the fields are counted after its last ``)``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.model import MAX_COMMAND_CHARS
+from gputui.core.model import MAX_COMMAND_CHARS
 
 PF_KTHREAD = 0x00200000
 """``#define PF_KTHREAD 0x00200000 /* I am a kernel thread */`` in the kernel's
@@ -22,7 +23,7 @@ include/linux/sched.h (the per-task flags; the 9th field of /proc/PID/stat since
 KTHREADD_PID = 2
 """kthreadd, the parent of every kernel thread in the host's PID namespace."""
 CMDLINE_CUT = f" … [cut at {MAX_COMMAND_CHARS // 1024} KiB]"
-"""What ends a command line longer than :data:`~gputui.model.MAX_COMMAND_CHARS` bytes."""
+"""What ends a command line longer than :data:`~gputui.core.model.MAX_COMMAND_CHARS` bytes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ File format (``docs/recording.md``)::
      "started": 1700000000.0, "node": {NodeInfo}}                     <- line 1, the header
     {"type": "snapshot", "timestamp": 1700000000.0, "gpus": [...], ...} <- one line per reading
 
-A snapshot line is the encoded snapshot (:func:`gputui.codec.encode`) without ``node`` (it is in
-the header) and without ``schema_version`` (also in the header), with every field that equals its
+A snapshot line is the encoded snapshot (:func:`gputui.core.codec.encode`) without ``node`` (it is
+in the header) and without ``schema_version`` (also in the header), with every field that equals its
 default omitted (``null`` values, ``false`` flags, empty lists whose default is empty,
 ``"driver"`` sources ...). Reading restores the defaults, so a recording is lossless: each snapshot
 read back equals the one written.
@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gputui import __version__
-from gputui.codec import decode, encode, migrate
-from gputui.files import create_file, os_reason
-from gputui.model import SCHEMA_VERSION, NodeInfo, Snapshot
+from gputui.core.codec import decode, encode, migrate
+from gputui.core.files import create_file, os_reason
+from gputui.core.model import SCHEMA_VERSION, NodeInfo, Snapshot
 
 RECORDING_TYPE = "gputui-recording"
 FORMAT_VERSION = 1
@@ -115,7 +115,7 @@ def header_line(node: NodeInfo, started: float) -> str:
 class Recorder:
     """Writes snapshots to ``path`` (gzip when it ends in ``.gz``), one flushed line each.
 
-    The file is created by :func:`gputui.files.create_file`: an existing file is refused unless
+    The file is created by :func:`gputui.core.files.create_file`: an existing file is refused unless
     it is an empty regular file, or a regular file and ``replace`` is set, and then it is replaced
     only once the header is written. Anything else is refused (symbolic links included).
 
@@ -546,7 +546,7 @@ def line_timestamp(reader: RecordingReader, lineno: int, raw: bytes) -> float | 
 
 def decode_snapshot(data: dict[str, Any], node: NodeInfo | None) -> Snapshot:
     """A snapshot from a recording line's object (without ``type``, of the current schema);
-    ValueError (:class:`~gputui.codec.CodecError` naming the field) when it does not fit."""
+    ValueError (:class:`~gputui.core.codec.CodecError` naming the field) when it does not fit."""
     timestamp = data.get("timestamp")
     if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
         raise ValueError("'timestamp' must be a number")
@@ -584,7 +584,7 @@ _LONG_NUMBER = b"0" * 300
 """A run of 300 digits: maybe an integer past any float, which no reading holds. A line with one
 is parsed with every number checked (a few times slower); ``Infinity`` is refused in every line,
 at no cost. A float literal past 1e308 parses as an infinity: the snapshot's timestamp must be
-finite, and :mod:`gputui.format` shows any other infinity as n/a."""
+finite, and :mod:`gputui.core.format` shows any other infinity as n/a."""
 
 
 class _OutOfRange(ValueError):

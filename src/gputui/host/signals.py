@@ -16,7 +16,7 @@ down with it), PID 2 (kthreadd) and kernel threads. A garbled process record (a 
 that disagree on the record's size: nvitop PRs #79, #89, #94, #226; gpustat issue #161) can name
 them. Nothing is signalled either where gputui does not run in the host's PID namespace: the
 driver's PIDs are host PIDs (NVIDIA/nvidia-docker issue #1483), and the same number here may be
-another process (:mod:`gputui.pidns`).
+another process (:mod:`gputui.host.pidns`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import signal
 
 import psutil
 
-from gputui.pidns import detect_pid_namespace, host_pids_only
-from gputui.procstat import KTHREADD_PID, is_kernel_thread
+from gputui.host.pidns import detect_pid_namespace, host_pids_only
+from gputui.host.procstat import KTHREADD_PID, is_kernel_thread
 
 START_TIME_TOLERANCE_S = 1.0
 """How far the start time read now may be from the one shown and still be the same process

@@ -11,13 +11,13 @@ poll overruns, the ticks it missed are skipped, not queued.
 Deadlines: a driver call can hang for seconds or for ever (a sick GPU, a wedged driver) and
 cannot be interrupted. ``poll(deadline=...)`` reads on a separate daemon thread and waits at most
 that long; when the backend has not answered, it publishes the last reading again marked with a
-:class:`~gputui.model.Stall` (the health rules turn it into a "not responding for N s" failure)
+:class:`~gputui.core.model.Stall` (the health rules turn it into a "not responding for N s" failure)
 and starts no new read until the hung one returns. Nothing waits on the backend lock without a
 timeout, so closing, quitting and signalling stay prompt while a call hangs.
 
-Usage: every reading also goes through :attr:`Sampler.usage` (a :class:`~gputui.usage.UsageMeter`)
-and the snapshot carries the energy and idle time per GPU since the session started
-(``Snapshot.usage``); a replay carries the usage that was recorded.
+Usage: every reading also goes through :attr:`Sampler.usage` (a
+:class:`~gputui.core.usage.UsageMeter`) and the snapshot carries the energy and idle time per GPU
+since the session started (``Snapshot.usage``); a replay carries the usage that was recorded.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from gputui.backends.base import Backend
-from gputui.history import History
-from gputui.host import ProcessEnricher
-from gputui.model import (
+from gputui.core.history import History
+from gputui.core.model import (
     SLOW_SAMPLE_FIELDS,
     Finding,
     GpuSample,
@@ -43,7 +42,8 @@ from gputui.model import (
     Stall,
     Usage,
 )
-from gputui.usage import UsageMeter
+from gputui.core.usage import UsageMeter
+from gputui.host.processes import ProcessEnricher
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class Sampler:
         """``node`` is passed when the backend is already open (see ``backends.open_backend``).
         ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback.
         ``deadline``: how long the polling thread waits for a reading (default: max(5 s, 3
-        intervals)). ``gpu_hour_price`` prices the idle GPUs (see :mod:`gputui.usage`)."""
+        intervals)). ``gpu_hour_price`` prices the idle GPUs (see :mod:`gputui.core.usage`)."""
         self.backend = backend
         self.playback = backend.playback
         """The replay controls when the backend plays back a recording, else None."""

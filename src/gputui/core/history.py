@@ -13,7 +13,7 @@ import threading
 from array import array
 from collections.abc import Iterable
 
-from gputui.model import GpuSample, ProcessSample, Snapshot
+from gputui.core.model import GpuSample, ProcessSample, Snapshot
 
 GPU_METRICS: tuple[str, ...] = (
     "utilization_gpu_pct",
