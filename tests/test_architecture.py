@@ -213,9 +213,7 @@ def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
         layer = package_of(name)
         allowed = LAYERS[layer] | {layer}
         for target in sorted(imports - {"gputui"}):
-            if target not in TOP and package_of(target) not in allowed:
-                breaches.append(f"{name} -> {target}")
-            elif target in TOP:
+            if (target not in TOP and package_of(target) not in allowed) or target in TOP:
                 breaches.append(f"{name} -> {target}")
     return breaches
 

@@ -6,12 +6,11 @@ import math
 
 import pytest
 
+from gputui.core.command_text import command_text, fit_command, short_command
 from gputui.core.format import (
     NA,
     cell_width,
     clip,
-    command_text,
-    fit_command,
     fmt_bytes,
     fmt_bytes_pair,
     fmt_clock,
@@ -29,7 +28,6 @@ from gputui.core.format import (
     one_cell_each,
     pad,
     sanitize,
-    short_command,
     short_gpu_name,
 )
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from gputui.core.command_text import command_text
 from gputui.core.format import (
     NA,
     cell_width,
     clip,
-    command_text,
     finding_text,
     fmt_bytes,
     fmt_bytes_pair,

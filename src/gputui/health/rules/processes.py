@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui.core.format import command_text, fmt_duration
+from gputui.core.command_text import command_text
+from gputui.core.format import fmt_duration
 from gputui.core.model import Finding, ProcessSample, Severity
 from gputui.health import hints
 from gputui.health.config import GIB, MIB

@@ -20,7 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from gputui.core.format import NA, command_text, fmt_bytes, sanitize
+from gputui.core.command_text import command_text
+from gputui.core.format import NA, fmt_bytes, sanitize
 from gputui.core.model import ProcessSample
 
 TYPE_AHEAD_S = 0.3

@@ -23,7 +23,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from gputui.core.format import NA, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.command_text import command_text
+from gputui.core.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.core.history import History
 from gputui.core.mig import instance_label, instances_by_uuid
 from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot

@@ -9,7 +9,7 @@ and what the table says when it is empty.
 
 Columns have fixed widths (so formatting a row needs no other row), except COMMAND, which takes
 the rest of the line: each command line is shortened to that width keeping what tells processes
-apart (:func:`gputui.core.format.command_text`). The cursor follows its process when rows re-order.
+apart (:func:`gputui.core.command_text.command_text`). The cursor follows its process when rows re-order.
 
 A JOB / POD column (the Slurm job, Kubernetes pod or container, :mod:`gputui.host.workload`) comes
 before COMMAND when some process has one, and the command then leaves its container tag out. It
@@ -30,7 +30,8 @@ from textual.binding import BindingType
 from textual.message import Message
 from textual.reactive import var
 
-from gputui.core.format import NA, clip, command_text, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.command_text import command_text
+from gputui.core.format import NA, clip, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.core.mig import instances_by_uuid, process_gpu_order, process_gpu_text
 from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
 from gputui.host.workload import COLUMN_TITLE, has_workloads, workload_label, workload_words
