@@ -9,7 +9,8 @@ and what the table says when it is empty.
 
 Columns have fixed widths (so formatting a row needs no other row), except COMMAND, which takes
 the rest of the line: each command line is shortened to that width keeping what tells processes
-apart (:func:`gputui.core.command_text.command_text`). The cursor follows its process when rows re-order.
+apart (:func:`gputui.core.command_text.command_text`). The cursor follows its process when rows
+re-order.
 
 A JOB / POD column (the Slurm job, Kubernetes pod or container, :mod:`gputui.host.workload`) comes
 before COMMAND when some process has one, and the command then leaves its container tag out. It
