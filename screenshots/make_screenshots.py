@@ -32,6 +32,7 @@ WARM_UP_POLLS = 120
 
 async def shoot(name: str, scenario: str, size: tuple[int, int], keys: tuple[str, ...], out: Path):
     from tests.fakes.clock import fake_clock_sampler
+
     from gputui.tui.app import GpuTuiApp
 
     sampler = fake_clock_sampler(scenario, polls=WARM_UP_POLLS)
