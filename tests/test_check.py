@@ -16,7 +16,14 @@ from tests.factories import REASONS, run_gputui
 from tests.fakes import kernel_log as klog
 from tests.fakes.checks import check_json, findings_of
 from tests.fakes.clock import T0, FakeClock
-from tests.fakes.fake_pynvml import FakeGpu, FakeProcess, GiB, MiB, make_fake_nvml
+from tests.fakes.fake_pynvml import (
+    FakeGpu,
+    FakeProcess,
+    GiB,
+    MiB,
+    make_fake_nvml,
+    seen_from_another_pid_namespace,
+)
 
 from gputui import cli
 from gputui.backends import NoBackend
@@ -503,7 +510,10 @@ def test_from_another_pid_namespace_a_context_the_driver_does_not_list_fails_req
     (tests/data/real/h100-sxm5-580.159.04/run3/snap_pidns.json). A context of 500 MiB held
     out of sight is not an idle GPU; a driver without v2 memory info counts its reserved memory
     as used, so the old 1 GiB floor stays there."""
-    gpu = FakeGpu(memory_used=used_mib * MiB, compute_processes=[])
+    holder = FakeProcess(pid=4242, used_gpu_memory=used_mib * MiB)
+    gpu = seen_from_another_pid_namespace(
+        FakeGpu(memory_used=used_mib * MiB, compute_processes=[holder] if used_mib else [])
+    )
     fake = make_fake_nvml([gpu])
     if not reserved_apart:
         fake.missing.add("nvmlDeviceGetMemoryInfo_v2")

@@ -46,6 +46,7 @@ Make the event API unsupported with ``FakeGpu.supported_event_types=0``, ``FakeG
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import queue
 import struct
@@ -1258,6 +1259,16 @@ def driver_535_98() -> dict[str, Any]:
         "missing": {name for name in PROCESS_SYMBOLS if name.endswith("_v3")},
         "driver_version": "535.98",
     }
+
+
+def seen_from_another_pid_namespace(gpu: FakeGpu) -> FakeGpu:
+    """``gpu`` as a caller in a PID namespace of its own sees it (a container, a pod): the
+    driver lists none of the host's processes (not even under their host PIDs), while the
+    memory they hold still counts as used. Evidence: a real H100 on R580, under
+    ``unshare --pid --fork --mount-proc``, listed no process beside 4.86 GiB used
+    (tests/data/real/h100-sxm5-580.159.04/run3/snap_pidns.json); nvidia-docker #179 reports the
+    same for containers."""
+    return dataclasses.replace(gpu, compute_processes=[], graphics_processes=[])
 
 
 def process_record(process: FakeProcess, size: int) -> bytes:
