@@ -28,6 +28,7 @@ from tests.fakes.prometheus_answers import (
 from gputui import cli
 from gputui.commands import fleet as fleet_command
 from gputui.core.codec import encode
+from gputui.core.metric_names import AMD_NAMES, DCGM_BY_NAME
 from gputui.fleet import promql
 from gputui.fleet.build import build_fleet
 from gputui.fleet.client import (
@@ -93,34 +94,51 @@ def test_refresh_queries_are_five_and_carry_the_selector() -> None:
     assert queries["up"] == 'up{job="gpu"}'
     assert queries["scraped_at"] == 'timestamp(up{job="gpu"})'
     assert queries["scrapes"] == 'count_over_time(up{job="gpu"}[120s])'
-    anchor = '{__name__=~"gputui_info|DCGM_FI_DEV_FB_USED",job="gpu"}'
+    anchor = (
+        '{__name__=~"gputui_info|DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_USED_BYTES|gpu_total_vram",'
+        'job="gpu"}'
+    )
     assert queries["last_seen"] == (
         f"max_over_time(timestamp({anchor})[10m:5s]) or timestamp({anchor})"
     )
     values = queries["values"]
     assert values.startswith(
-        "max by (__name__, instance, gpu, GPU_I_ID, rule, severity) "
+        "max by (__name__, instance, gpu, gpu_id, GPU_I_ID, rule, severity, clock_type) "
         '({__name__=~"DCGM_FI_DEV_GPU_UTIL|'
     )
     assert values.endswith(',job="gpu"})')
-    for name in (*promql.DCGM_NAMES, *promql.GPUTUI_NAMES):
-        assert name in values
+    names = values.split('__name__=~"')[1].split('"')[0].split("|")
+    # every vocabulary in the one query: legacy and DCGM 4.7 names, AMD's, gputui's
+    assert set(names) == {*promql.EXPORTER_NAMES, *promql.GPUTUI_NAMES}
+    for name in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR", "gpu_gfx_activity"):
+        assert name in names
     assert all('job="gpu"' in q for q in queries.values())
     assert promql.refresh_queries("").up == "up"
 
 
-def test_history_is_one_range_query_per_metric_for_the_node() -> None:
+def test_history_is_one_range_query_per_chart_for_the_node_in_every_vocabulary() -> None:
     queries = promql.history_queries('10.0.0.1:9400"x', 'job="gpu"')
-    assert queries == {
-        "util": 'DCGM_FI_DEV_GPU_UTIL{job="gpu",instance="10.0.0.1:9400\\"x"}',
-        "memory": 'DCGM_FI_DEV_FB_USED{job="gpu",instance="10.0.0.1:9400\\"x"}',
-        "power": 'DCGM_FI_DEV_POWER_USAGE{job="gpu",instance="10.0.0.1:9400\\"x"}',
-        "temperature": 'DCGM_FI_DEV_GPU_TEMP{job="gpu",instance="10.0.0.1:9400\\"x"}',
-    }
+    assert list(queries) == ["util", "memory", "power", "temperature"]
+    sel = '{job="gpu",instance="10.0.0.1:9400\\"x"}'
+    either = " or on(instance, gpu, GPU_I_ID) "
+    # DCGM 4.7 first (a ratio, in percent), then the legacy name, then AMD's (gpu_id -> gpu)
+    assert queries["util"] == either.join(
+        [
+            f"DCGM_FI_DEV_GPU_UTIL_RATIO{sel} * 100.0",
+            f"DCGM_FI_DEV_GPU_UTIL{sel}",
+            f'label_replace(gpu_gfx_activity{sel}, "gpu", "$1", "gpu_id", "(.+)")',
+        ]
+    )
+    assert queries["memory"].split(either)[:2] == [  # bytes, whatever the exporter's unit
+        f"DCGM_FI_DEV_FB_USED_BYTES{sel}",
+        f"DCGM_FI_DEV_FB_USED{sel} * 1048576.0",
+    ]
+    assert "gpu_used_vram" in queries["memory"] and "gpu_power_usage" in queries["power"]
+    assert queries["temperature"].startswith(f"DCGM_FI_DEV_GPU_TEMP_CELSIUS{sel}{either}")
 
 
 def test_the_fleet_reads_names_the_exporter_publishes() -> None:
-    """Every gputui_* name the view reads, and every DCGM name except the two limits that only
+    """Every gputui_* name the view reads, and every DCGM name except the three limits that only
     dcgm-exporter can carry, is one `gputui export` publishes."""
     pytest.importorskip("prometheus_client")
     from tests.factories import faulty_collector, scrape
@@ -128,7 +146,7 @@ def test_the_fleet_reads_names_the_exporter_publishes() -> None:
     _sampler, collector = faulty_collector()
     _text, families = scrape(collector)
     exported = set(families)
-    dcgm_only = {promql.SLOWDOWN_TEMP, promql.MEM_MAX_OP_TEMP}
+    dcgm_only = {promql.SLOWDOWN_TEMP, promql.MEM_MAX_OP_TEMP, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"}
     assert set(promql.DCGM_NAMES) - dcgm_only <= exported
     assert set(promql.GPUTUI_NAMES) <= exported
 
@@ -588,18 +606,45 @@ def test_the_grafana_dashboard_uses_the_exported_names() -> None:
         (Path(__file__).resolve().parent.parent / "dashboards" / "gputui.json").read_text()
     )
     titles = " ".join(p["title"].lower() for p in dashboard["panels"])
-    for word in ("utilization", "memory", "power", "health findings", "xid"):
+    for word in ("utilization", "memory", "power", "health findings", "xid", "amd"):
         assert word in titles, word
     names = set()
     for expr in _exprs(dashboard):
-        names |= set(re.findall(r"\b(DCGM_FI_[A-Z_]+|gputui_[a-z_]+|up)\b", expr))
+        unquoted = re.sub(r'"[^"]*"', '""', expr)  # label names and values are not metrics
+        names |= set(re.findall(r"\b(DCGM_FI_[A-Z_]+|gputui_[a-z_]+|gpu_[a-z_]+|up)\b", unquoted))
     known = {
-        *promql.DCGM_NAMES,
+        *promql.EXPORTER_NAMES,
         *promql.GPUTUI_NAMES,
         "up",
-        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
         "gputui_job_gpu_memory_bytes",  # by Slurm job: the exporter's, not the fleet view's
     }
     assert names and names <= known, names - known
     variables = {v["name"] for v in dashboard["templating"]["list"]}
     assert {"datasource", "job", "instance"} <= variables
+
+
+def test_every_grafana_panel_reads_both_dcgm_namings_and_amd() -> None:
+    """A panel that reads a DCGM field under its legacy name reads it under its DCGM 4.7 name
+    too, and under AMD's where AMD's exporter has it: the dashboard works on a fleet of either
+    dcgm-exporter or of AMD nodes. (Only the legacy fallback for total memory, used + free +
+    reserved, is legacy alone: dcgm-exporter 4.9 publishes the capacity.)"""
+    dashboard = json.loads(
+        (Path(__file__).resolve().parent.parent / "dashboards" / "gputui.json").read_text()
+    )
+    legacy_total = re.compile(
+        r"\(DCGM_FI_DEV_FB_USED\{[^}]*\} \+ DCGM_FI_DEV_FB_FREE\{[^}]*\} "
+        r"\+ DCGM_FI_DEV_FB_RESERVED\{[^}]*\}\) \* 1048576"
+    )
+    checked = 0
+    for expr in _exprs(dashboard):
+        expr = legacy_total.sub("", expr)
+        for name in set(re.findall(r"\bDCGM_FI_[A-Z_]+\b", expr)):
+            field = DCGM_BY_NAME[name]
+            assert field.legacy in expr and field.current in expr, (name, expr)
+            amd = [s.metric for s in promql.SOURCES[field.key] if s.metric in AMD_NAMES]
+            assert all(metric in expr for metric in amd), (name, amd, expr)
+            checked += 1
+    assert checked >= 10
+    for var in dashboard["templating"]["list"][1:]:
+        for name in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED_BYTES", "gpu_total_vram"):
+            assert name in var["query"]["query"], var["name"]

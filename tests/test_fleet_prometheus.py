@@ -1,9 +1,11 @@
 """`gputui fleet` against a real Prometheus server (the `prometheus` binary) on loopback, scraping
-every second: four `gputui export --backend sim:...` processes (healthy and faulty scenarios,
-different seeds; one of them stops during the test and goes silent), a target where nothing
-listens, and two plain HTTP servers serving dcgm-exporter style pages (tests/data/fleet/*.prom:
-the legacy `Hostname` and the newer `hostname` label, MIG slices, a pod's labels, DCGM's blank
-value, an XID).
+every second: six `gputui export --backend sim:...` processes (healthy and faulty scenarios,
+different seeds, each metric naming: legacy, DCGM 4.7, both; one of them stops during the test
+and goes silent), a target where nothing listens, and plain HTTP servers serving exporter pages
+written from their documentation (tests/data/fleet/*.prom): two dcgm-exporter pages with the
+legacy names (the legacy `Hostname` and the newer `hostname` label, MIG slices, a pod's labels,
+DCGM's blank value, an XID), a dcgm-exporter 4.9 page with DCGM 4.7's names and units (an XID
+under its new name) and an AMD Device Metrics Exporter page.
 
 Skipped when `prometheus` is not installed, unless GPUTUI_REQUIRE_PROMETHEUS is set (CI sets it):
 then it fails. `python tests/test_fleet_prometheus.py --record` refreshes the recorded answers in
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -37,14 +40,22 @@ DATA = ROOT / "tests" / "data" / "fleet"
 REQUIRE_ENV = "GPUTUI_REQUIRE_PROMETHEUS"
 PROMETHEUS = shutil.which("prometheus")
 
-EXPORTERS = {
-    # name: (backend, seed)
-    "healthy": ("sim:dgx-h100", 1),
-    "faulty": ("sim:faulty", 2),
-    "small": ("sim:a100-pcie", 3),
-    "leaving": ("sim:rtx4090", 4),  # stopped once Prometheus has seen it: goes silent
+EXPORTERS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    # name: (backend, seed, more arguments)
+    "healthy": ("sim:dgx-h100", 1, ()),
+    "faulty": ("sim:faulty", 2, ()),
+    "small": ("sim:a100-pcie", 3, ()),
+    "leaving": ("sim:rtx4090", 4, ()),  # stopped once Prometheus has seen it: goes silent
+    "renamed": ("sim:a100-pcie", 5, ("--dcgm-names", "4.7")),
+    "migrating": ("sim:rtx4090", 6, ("--dcgm-names", "both")),
 }
-PAGES = {"a100": "dcgm-a100.prom", "h100": "dcgm-h100-xid.prom"}
+PAGES = {
+    "a100": "dcgm-a100.prom",
+    "h100": "dcgm-h100-xid.prom",
+    "h200": "dcgm49-h200-xid.prom",
+    "mi300x": "amd-dme-mi300x.prom",
+}
+PAGE_JOBS = {"a100": "dcgm", "h100": "dcgm", "h200": "dcgm", "mi300x": "amd"}
 
 # One worker starts the test bed (five processes and a Prometheus) and runs every test on it.
 pytestmark = pytest.mark.xdist_group("prometheus")
@@ -145,12 +156,12 @@ def start_bed(tmp: Path) -> Bed:
     bed = Bed("", instances, procs, started=started)
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        for name, (backend, seed) in EXPORTERS.items():
+        for name, (backend, seed, more) in EXPORTERS.items():
             port = free_port()
             instances[name] = f"127.0.0.1:{port}"
             procs[name] = subprocess.Popen(
                 [sys.executable, "-m", "gputui", "export", "--backend", backend, "--seed",
-                 str(seed), "--listen", instances[name], "--interval", "0.5"],
+                 str(seed), "--listen", instances[name], "--interval", "0.5", *more],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
             )  # fmt: skip
         for name, page in PAGES.items():
@@ -159,7 +170,8 @@ def start_bed(tmp: Path) -> Bed:
             instances[name] = f"127.0.0.1:{server.server_address[1]}"
         instances["nowhere"] = f"127.0.0.1:{free_port()}"  # nothing ever listens here
         gputui_targets = [instances[n] for n in (*EXPORTERS, "nowhere")]
-        dcgm_targets = [instances[n] for n in PAGES]
+        dcgm_targets = [instances[n] for n in PAGES if PAGE_JOBS[n] == "dcgm"]
+        amd_targets = [instances[n] for n in PAGES if PAGE_JOBS[n] == "amd"]
         config = tmp / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
@@ -168,6 +180,8 @@ def start_bed(tmp: Path) -> Bed:
             f"      - targets: {json.dumps(gputui_targets)}\n"
             f"  - job_name: dcgm\n    static_configs:\n"
             f"      - targets: {json.dumps(dcgm_targets)}\n"
+            f"  - job_name: amd\n    static_configs:\n"
+            f"      - targets: {json.dumps(amd_targets)}\n"
         )  # fmt: skip
         port = free_port()
         bed.url = f"http://127.0.0.1:{port}"
@@ -249,9 +263,13 @@ EXPECTED_HEALTH = {
     "faulty": "fail",
     "small": "ok",
     "leaving": "unknown",
+    "renamed": "ok",
+    "migrating": "ok",
     "nowhere": "unknown",
     "a100": "warn",
     "h100": "fail",
+    "h200": "fail",
+    "mi300x": "ok",
 }
 
 
@@ -300,15 +318,110 @@ def test_json_shows_every_node_with_its_health(bed: Bed) -> None:
     assert mig["memory_used_bytes"] == (20480 + 10240) * 2**20 and mig["util_pct"] is None
     assert a100["gpus"][2]["temperature_memory_c"] is None  # DCGM's blank value
     assert answer["summary"] == {
-        "nodes": 7, "gpus": 8 + 8 + 2 + 1 + 4 + 2, "ok": 2, "warn": 1, "fail": 2, "unknown": 2,
+        "nodes": 11, "gpus": 8 + 8 + 2 + 1 + 2 + 1 + 4 + 2 + 2 + 2,
+        "ok": 5, "warn": 1, "fail": 3, "unknown": 2,
     }  # fmt: skip
+
+
+def page_values(page: str) -> dict[tuple[str, str], float]:
+    """``(metric, gpu)`` -> value of a fixture page (``gpu`` or AMD's ``gpu_id``; AMD's clocks
+    as ``gpu_clock:system``, the largest of a type)."""
+    out: dict[tuple[str, str], float] = {}
+    for line in (DATA / page).read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name = series.split("{")[0]
+        gpu = re.search(r'\bgpu(?:_id)?="(\d+)"', series)
+        kind = re.search(r'clock_type="(\w+)"', series)
+        key = (f"{name}:{kind.group(1)}" if kind else name, gpu.group(1) if gpu else "")
+        out[key] = max(out.get(key, float(value)), float(value))
+    return out
+
+
+def test_a_mixed_fleet_lists_every_exporter_in_one_set_of_units(bed: Bed) -> None:
+    """One Prometheus holding gputui nodes (each naming), a legacy dcgm-exporter node, a
+    dcgm-exporter 4.9 node and an AMD DME node: each listed with its GPUs, the exporter and
+    naming it speaks, utilisation in percent, memory in bytes, clocks in MHz, power in W; the 4.9
+    node fails on its XID under the new name."""
+    result = fleet_until(bed, lambda r: _health(bed, r) == EXPECTED_HEALTH)
+    nodes = {n["instance"]: n for n in json.loads(result.stdout)["nodes"]}
+    i = bed.instances
+    spoken = {name: (nodes[i[name]]["source"], nodes[i[name]]["naming"]) for name in i}
+    assert spoken == {
+        "healthy": ("gputui", ["dcgm"]), "faulty": ("gputui", ["dcgm"]),
+        "small": ("gputui", ["dcgm"]), "leaving": ("gputui", ["dcgm"]),
+        "renamed": ("gputui", ["dcgm-4.7"]), "migrating": ("gputui", ["dcgm", "dcgm-4.7"]),
+        "nowhere": ("unknown", []), "a100": ("dcgm", ["dcgm"]), "h100": ("dcgm", ["dcgm"]),
+        "h200": ("dcgm", ["dcgm-4.7"]), "mi300x": ("amd", ["amd-dme"]),
+    }  # fmt: skip
+    h200, page = nodes[i["h200"]], page_values("dcgm49-h200-xid.prom")
+    assert (h200["hostname"], h200["driver_version"]) == ("h200-node-11", "580.95.05")
+    for gpu in h200["gpus"]:
+        n = str(gpu["index"])
+        assert gpu["util_pct"] == pytest.approx(page["DCGM_FI_DEV_GPU_UTIL_RATIO", n] * 100)
+        assert gpu["memory_used_bytes"] == page["DCGM_FI_DEV_FB_USED_BYTES", n]
+        assert gpu["memory_total_bytes"] == page["DCGM_FI_DEV_FB_CAPACITY_BYTES", n]
+        assert gpu["clock_sm_mhz"] == pytest.approx(page["DCGM_FI_DEV_SM_CLOCK_HERTZ", n] / 1e6)
+        assert gpu["power_w"] == page["DCGM_FI_DEV_BOARD_POWER_WATTS", n]
+        assert gpu["temperature_c"] == page["DCGM_FI_DEV_GPU_TEMP_CELSIUS", n]
+    assert h200["gpus"][0]["util_pct"] == pytest.approx(73.0)  # 0.73 on the wire
+    assert [g["health"] for g in h200["gpus"]] == ["ok", "fail"]
+    assert h200["gpus"][1]["xid"] == 48 and h200["reasons"][0].startswith("GPU 1: XID 48")
+    mi300x, page = nodes[i["mi300x"]], page_values("amd-dme-mi300x.prom")
+    assert (mi300x["hostname"], mi300x["driver_version"]) == ("mi300x-node-03", "6.12.12")
+    assert mi300x["models"] == "2× AMD Instinct MI300X OAM"
+    for gpu in mi300x["gpus"]:
+        n = str(gpu["index"])
+        assert gpu["uuid"] and gpu["health"] == "ok"
+        assert gpu["util_pct"] == page["gpu_gfx_activity", n]
+        assert gpu["memory_used_bytes"] == page["gpu_used_vram", n] * 2**20  # MB on the wire
+        assert gpu["memory_total_bytes"] == page["gpu_total_vram", n] * 2**20
+        assert gpu["clock_sm_mhz"] == page["gpu_clock:system", n]
+        assert gpu["clock_memory_mhz"] == page["gpu_clock:memory", n]
+        assert gpu["power_w"] == page["gpu_power_usage", n]
+        # MI300 has no edge sensor: the junction stands in, shown once as the hotspot too
+        assert gpu["temperature_c"] == gpu["temperature_hotspot_c"]
+        assert gpu["temperature_c"] == page["gpu_junction_temperature", n]
+    for name, count in (("renamed", 2), ("migrating", 1)):  # both namings: each GPU once
+        assert nodes[i[name]]["gpu_count"] == count and nodes[i[name]]["health"] == "ok"
+        for gpu in nodes[i[name]]["gpus"]:
+            assert gpu["memory_total_bytes"] > 8 * 2**30 and 0 <= gpu["util_pct"] <= 100
+            assert gpu["clock_sm_mhz"] is not None and 100 <= gpu["clock_sm_mhz"] < 5000
+
+
+def test_gputui_export_speaks_dcgm_47_in_its_units(bed: Bed) -> None:
+    renamed, migrating = bed.instances["renamed"], bed.instances["migrating"]
+    ratios = bed.query(f'DCGM_FI_DEV_GPU_UTIL_RATIO{{instance="{renamed}"}}')
+    assert len(ratios) == 2 and all(0 <= float(r["value"][1]) <= 1 for r in ratios)
+    labels = ratios[0]["metric"]
+    assert "hostname" in labels and "Hostname" not in labels
+    assert labels["DCGM_FI_SYSTEM_DRIVER_VERSION"]
+    assert bed.query(f'DCGM_FI_DEV_GPU_UTIL{{instance="{renamed}"}}') == []
+    for name in ("DCGM_FI_DEV_FB_USED_BYTES", "DCGM_FI_DEV_FB_CAPACITY_BYTES"):
+        for r in bed.query(f'{name}{{instance="{renamed}"}}'):
+            assert float(r["value"][1]) == int(float(r["value"][1]))  # whole bytes
+    hertz = bed.query(f'DCGM_FI_DEV_SM_CLOCK_HERTZ{{instance="{renamed}"}}')
+    assert hertz and all(float(r["value"][1]) >= 1e8 for r in hertz)
+    # both namings at once: the same reading, each in its unit (one scrape, one timestamp)
+    where = f'{{instance="{migrating}"}}'
+    same = bed.query(
+        f"abs(DCGM_FI_DEV_GPU_UTIL{where} - on(instance, gpu) DCGM_FI_DEV_GPU_UTIL_RATIO{where}"
+        f" * 100) < 1e-9 and on(instance, gpu) abs(DCGM_FI_DEV_SM_CLOCK{where} * 1e6 -"
+        f" on(instance, gpu) DCGM_FI_DEV_SM_CLOCK_HERTZ{where}) < 1"
+    )
+    assert len(same) == 1
+    floor = bed.query(
+        f"DCGM_FI_DEV_FB_USED_BYTES{where} - on(instance, gpu) DCGM_FI_DEV_FB_USED{where} * 1048576"
+    )
+    assert len(floor) == 1 and 0 <= float(floor[0]["value"][1]) < 1048576  # legacy: whole MiB
 
 
 def test_match_and_node_select_nodes_and_set_the_exit_status(bed: Bed) -> None:
     dcgm = fleet_cli("--prometheus", bed.url, "--json", "--match", '{job="dcgm"}')
     assert dcgm.returncode == 2
     hosts = sorted(n["hostname"] for n in json.loads(dcgm.stdout)["nodes"])
-    assert hosts == ["a100-node-01", "h100-node-07"]
+    assert hosts == ["a100-node-01", "h100-node-07", "h200-node-11"]
     warn = fleet_cli("--prometheus", bed.url, "--json", "--node", "^a100-node")
     assert warn.returncode == 1 and len(json.loads(warn.stdout)["nodes"]) == 1
     healthy = bed.instances["healthy"]
@@ -346,6 +459,15 @@ def test_the_range_query_gives_each_gpu_a_history(bed: Bed) -> None:
     assert sorted(history.series["util"]) == list(range(8))
     assert sum(v == v for v in history.of("util", 0)) >= 3  # a few known points (not NaN)
     assert set(history.series) == {"util", "memory", "power", "temperature"}
+    for name, metric, scale in (
+        ("h200", "DCGM_FI_DEV_FB_USED_BYTES", 1),
+        ("mi300x", "gpu_used_vram", 2**20),
+    ):  # every vocabulary charts, in bytes
+        page = page_values(PAGES[name])
+        other = source.history(bed.instances[name], window=60)
+        assert sorted(other.series["memory"]) == [0, 1], name
+        known = [v for v in other.of("memory", 0) if v == v]
+        assert known and known[-1] == page[metric, "0"] * scale, name
 
 
 async def test_tui_lists_the_fleet_and_opens_a_node(bed: Bed, tui_env: None) -> None:
@@ -361,8 +483,8 @@ async def test_tui_lists_the_fleet_and_opens_a_node(bed: Bed, tui_env: None) -> 
                 break
         table = app.fleet_screen.nodes
         visible = table.visible_items
-        assert len(visible) == 7
-        assert [n.health for n in visible[:2]] == ["fail", "fail"]  # worst first
+        assert len(visible) == 11
+        assert [n.health for n in visible[:3]] == ["fail", "fail", "fail"]  # worst first
         await pilot.press("slash", *"a100-node", "enter")
         assert [n.hostname for n in table.visible_items] == ["a100-node-01"]
         await pilot.press("enter")
@@ -486,7 +608,7 @@ def record(path: Path, settle: float = 45.0) -> None:
             client = PrometheusClient(bed.url, transport=recording)
             source = FleetSource(client, clock=lambda: at)
             source.refresh()
-            for name in ("a100", "healthy"):
+            for name in ("a100", "healthy", "h200", "mi300x"):
                 source.history(bed.instances[name])
             recorded = {"time": at, "instances": bed.instances, "answers": answers}
             path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")

@@ -1,12 +1,16 @@
 """From one refresh's answers (:class:`~gputui.fleet.promql.RefreshQueries`) to a
 :class:`~gputui.fleet.model.Fleet`.
 
-Series are grouped by ``instance`` (the node) and ``gpu`` (the index dcgm-exporter and
-``gputui export`` both put on every per-GPU series); a GPU's identity and the node's hostname come
-from the ``last_seen`` answer. MIG slices of one GPU (a ``GPU_I_ID`` label)
-are summed for framebuffer memory and maxed otherwise. Units follow DCGM (memory in MiB, power in
-W) and are converted to the model's (bytes). DCGM's "blank" values (no reading: 2^47 and above)
-count as unknown. Health is judged by :mod:`gputui.fleet.health`.
+Series are grouped by ``instance`` (the node) and GPU: the ``gpu`` label of dcgm-exporter and
+``gputui export``, AMD's ``gpu_id``. A GPU's identity and the node's hostname and driver come from
+the ``last_seen`` answer, under whichever label the exporter uses (``hostname`` / ``Hostname``,
+``UUID`` / ``gpu_uuid``, ``modelName`` / ``card_model``, ``DCGM_FI_SYSTEM_DRIVER_VERSION`` /
+``DCGM_FI_DRIVER_VERSION`` / ``driver_version``). Each value is read under every name a
+vocabulary gives it (:data:`~gputui.fleet.promql.SOURCES`: DCGM 4.7, legacy DCGM, AMD), the first
+one published wins, and its unit is converted to the model's (bytes, percent, MHz, W): a node
+publishing old and new names is read once. MIG slices of one GPU (a ``GPU_I_ID`` label) are
+summed for framebuffer memory and maxed otherwise. DCGM's "blank" values (no reading: 2^47 and
+above) count as unknown. Health is judged by :mod:`gputui.fleet.health`.
 """
 
 from __future__ import annotations
@@ -16,13 +20,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gputui.core.metric_names import AMD_GPU_LABEL, Vocabulary, to_base
 from gputui.fleet import promql as q
 from gputui.fleet.client import Sample
 from gputui.fleet.health import (
     MAX_COUNT,
     MAX_SECONDS,
+    ExporterReadings,
     bad_value,
-    dcgm_gpu_health,
+    exporter_gpu_health,
     finding_reason,
     fmt_age,
     is_stale,
@@ -41,14 +47,25 @@ from gputui.fleet.model import (
 MIB = 1024 * 1024
 DCGM_BLANK = float(1 << 47)
 """DCGM's blank values (FP64 blank 2^47, INT64 blanks near 2^63) mean "no reading"."""
-_SUMMED = frozenset({q.FB_USED, q.FB_FREE, q.FB_TOTAL, q.FB_RESERVED})
+_SUMMED = frozenset(
+    source.series_key for key in ("fb_used", "fb_free", "fb_total", "fb_reserved")
+    for source in q.SOURCES[key]
+)  # fmt: skip
 """Summed over MIG slices; every other field takes the slices' maximum."""
 _NODE_WIDE = frozenset({q.GPUTUI_INFO, q.GPUTUI_NODE_STATUS, q.GPUTUI_STALL, q.GPUTUI_FINDINGS})
+_VOCABULARY: dict[str, Vocabulary] = {
+    **{name: "amd-dme" for name in q.AMD_FLEET_NAMES},
+    **{name: "dcgm" for name in q.DCGM_NAMES},
+    **{name: "dcgm-4.7" for name in q.DCGM_47_NAMES},
+}
+"""Which vocabulary a metric name belongs to (a node says which it speaks)."""
+_AMD_JUNCTION = "gpu_junction_temperature"
 
 
 @dataclass(slots=True)
 class _Gpu:
     values: dict[str, float] = field(default_factory=dict)
+    """By series key (:attr:`~gputui.fleet.promql.Source.series_key`), as published."""
     slices: dict[str, list[float]] = field(default_factory=dict)
     uuid: str | None = None
     name: str | None = None
@@ -63,6 +80,27 @@ class _Gpu:
         if not slices:
             return None
         return sum(slices) if name in _SUMMED else max(slices)
+
+    def reading(self, key: str) -> tuple[float, q.Source] | None:
+        """The quantity ``key`` in gputui's unit, from the first vocabulary that publishes it,
+        with that source."""
+        for source in q.SOURCES[key]:
+            value = self.value(source.series_key)
+            if value is not None:
+                return to_base(source.unit, value), source
+        return None
+
+    def quantity(self, key: str) -> float | None:
+        found = self.reading(key)
+        return None if found is None else found[0]
+
+    def vocabularies(self) -> set[Vocabulary]:
+        out = set()
+        for key in (*self.values, *self.slices):
+            vocabulary = _VOCABULARY.get(key.partition(":")[0])
+            if vocabulary is not None:
+                out.add(vocabulary)
+        return out
 
 
 @dataclass(slots=True)
@@ -160,9 +198,10 @@ def _by_instance(samples: Sequence[Sample]) -> dict[str, float]:
 
 def _read_values(nodes: _Nodes, samples: Sequence[Sample]) -> None:
     """The values answer: a few labels per series (:data:`~gputui.fleet.promql.VALUE_LABELS`).
-    The hot loop of a refresh (800 GPUs x 15 fields), kept lean."""
+    The hot loop of a refresh (800 GPUs x 16 fields), kept lean."""
     node_wide = _NODE_WIDE
     blank = DCGM_BLANK
+    labelled = q.AMD_LABELLED
     for sample in samples:
         labels = sample.labels
         instance = labels.get("instance", "")
@@ -176,9 +215,12 @@ def _read_values(nodes: _Nodes, samples: Sequence[Sample]) -> None:
         if name in node_wide:
             _node_wide(node, name, labels, value)
             continue
-        gpu_text = labels.get("gpu")
+        gpu_text = labels.get("gpu") or labels.get(AMD_GPU_LABEL)
         if gpu_text is None:
             continue
+        picked_by = labelled.get(name)
+        if picked_by is not None:  # AMD's gpu_clock{clock_type="system"}: one key per type
+            name = f"{name}:{labels.get(picked_by, '')}"
         gpu = node.gpus.get(gpu_text)
         if gpu is None:
             gpu = node.gpus[gpu_text] = _Gpu(current=True)
@@ -239,18 +281,23 @@ def _read_last_seen(nodes: _Nodes, samples: Sequence[Sample]) -> None:
             node.last_seen = seen
         if node.hostname is None:
             node.hostname = labels.get("hostname") or labels.get("Hostname") or None
-        gpu_text = labels.get("gpu")
+        gpu_text = labels.get("gpu") or labels.get(AMD_GPU_LABEL)
         if gpu_text is None:  # gputui_info
             node.gputui = True
             node.driver = labels.get("driver") or node.driver
             continue
         if node.driver is None:
-            node.driver = labels.get("DCGM_FI_DRIVER_VERSION") or None
+            node.driver = (
+                labels.get("DCGM_FI_SYSTEM_DRIVER_VERSION")
+                or labels.get("DCGM_FI_DRIVER_VERSION")
+                or labels.get("driver_version")
+                or None
+            )
         gpu = node.gpu(gpu_text)
         if gpu.last_seen is None or seen > gpu.last_seen:
             gpu.last_seen = seen
-        gpu.uuid = gpu.uuid or labels.get("UUID") or None
-        gpu.name = gpu.name or labels.get("modelName") or None
+        gpu.uuid = gpu.uuid or labels.get("UUID") or labels.get("gpu_uuid") or None
+        gpu.name = gpu.name or labels.get("modelName") or labels.get("card_model") or None
         gpu.pci_bus_id = gpu.pci_bus_id or labels.get("pci_bus_id") or None
 
 
@@ -309,11 +356,15 @@ def _node(
             if f.gpu is None and f.severity in ("warn", "fail")
         )
     hostname = node.hostname or _host_of(node.instance)
+    naming: set[Vocabulary] = set()
+    for one in node.gpus.values():
+        naming |= one.vocabularies()
     return FleetNode(
         instance=node.instance,
         hostname=hostname,
         job=node.job,
-        source="gputui" if node.gputui else ("dcgm" if node.gpus else "unknown"),
+        source=_source(node, naming),
+        naming=tuple(sorted(naming)),
         up=None if up is None else bool(up),
         scraped_at=scraped_at,
         last_seen=last_seen,
@@ -333,20 +384,32 @@ def _finding_order(f: FleetFinding) -> tuple[int, int, str]:
     return (severity, -1 if f.gpu is None else f.gpu, f.rule)
 
 
+def _source(node: _Node, naming: set[Vocabulary]) -> str:
+    if node.gputui:
+        return "gputui"
+    if "amd-dme" in naming:
+        return "amd"
+    return "dcgm" if node.gpus else "unknown"
+
+
 def _gpu(index: int, gpu: _Gpu, node: _Node, now: float, silent: bool) -> FleetGpu:
-    v = gpu.value if gpu.slices else gpu.values.get  # MIG slices, or one value per field
-    used = v(q.FB_USED)
-    free = v(q.FB_FREE)
-    total = v(q.FB_TOTAL)
+    qty = gpu.quantity
+    used = qty("fb_used")
+    free = qty("fb_free")
+    total = qty("fb_total")
     if total is None and used is not None and free is not None:
-        total = used + free + (v(q.FB_RESERVED) or 0.0)
-    xid = v(q.XID)
-    lost = bool(v(q.GPUTUI_LOST))
-    temperature = v(q.GPU_TEMP)
-    temperature_memory = v(q.MEMORY_TEMP)
+        total = used + free + (qty("fb_reserved") or 0.0)
+    xid_value = qty("xid")
+    xid = None if xid_value is None else int(xid_value)
+    lost = bool(gpu.value(q.GPUTUI_LOST))
+    temperature = gpu.reading("temp_gpu")
+    temperature_memory = qty("temp_memory")
+    hotspot = gpu.value(q.GPUTUI_HOTSPOT)
+    if hotspot is None:
+        hotspot = qty("temp_hotspot")
     health: Health
     reasons: list[str]
-    status_value = v(q.GPUTUI_STATUS)
+    status_value = gpu.value(q.GPUTUI_STATUS)
     status = status_health(status_value)
     bad = None
     if status_value is not None:
@@ -368,30 +431,42 @@ def _gpu(index: int, gpu: _Gpu, node: _Node, now: float, silent: bool) -> FleetG
         if lost and not any(r.startswith("gpu_lost") for r in reasons):
             reasons.insert(0, "lost: fell off the bus")
     else:
-        health, reasons = dcgm_gpu_health(
-            xid=None if xid is None else int(xid),
-            temperature_c=temperature,
-            temperature_memory_c=temperature_memory,
-            slowdown_c=v(q.SLOWDOWN_TEMP),
-            memory_limit_c=v(q.MEM_MAX_OP_TEMP),
+        violations = [qty(k) for k in ("thermal_violation", "hbm_violation", "hot_violation")]
+        known = [v for v in violations if v is not None]
+        judged_temperature = None
+        if temperature is not None and temperature[1].metric != _AMD_JUNCTION:
+            judged_temperature = temperature[0]
+        health, reasons = exporter_gpu_health(
+            ExporterReadings(
+                xid=xid,
+                temperature_c=judged_temperature,
+                temperature_memory_c=temperature_memory,
+                slowdown_c=qty("temp_slowdown"),
+                memory_limit_c=qty("temp_memory_max"),
+                row_remap_failed=qty("row_remap_failure"),
+                amd_health=qty("health"),
+                ecc_uncorrected=qty("ecc_uncorrected"),
+                ras_fatal=qty("ras_fatal"),
+                thermal_violation_pct=max(known) if known else None,
+            )
         )
     return FleetGpu(
         index=index,
         uuid=gpu.uuid,
         name=gpu.name,
         pci_bus_id=gpu.pci_bus_id,
-        util_pct=v(q.GPU_UTIL),
-        memory_util_pct=v(q.MEM_COPY_UTIL),
-        memory_used_bytes=None if used is None else int(used * MIB),
-        memory_total_bytes=None if total is None else int(total * MIB),
-        power_w=v(q.POWER),
-        power_limit_w=v(q.POWER_LIMIT),
-        temperature_c=temperature,
+        util_pct=qty("util"),
+        memory_util_pct=qty("memory_util"),
+        memory_used_bytes=None if used is None else int(used),
+        memory_total_bytes=None if total is None else int(total),
+        power_w=qty("power"),
+        power_limit_w=qty("power_limit"),
+        temperature_c=None if temperature is None else temperature[0],
         temperature_memory_c=temperature_memory,
-        temperature_hotspot_c=v(q.GPUTUI_HOTSPOT),
-        clock_sm_mhz=v(q.SM_CLOCK),
-        clock_memory_mhz=v(q.MEM_CLOCK),
-        xid=None if xid is None else int(xid),
+        temperature_hotspot_c=hotspot,
+        clock_sm_mhz=qty("clock_sm"),
+        clock_memory_mhz=qty("clock_memory"),
+        xid=xid,
         lost=lost,
         health=health,
         reasons=tuple(reasons),

@@ -8,13 +8,18 @@ Per GPU, in this order:
    2 warn, 3 fail), with the rules named by ``gputui_health_findings`` as reasons. gputui's rules
    already saw everything below (XIDs graded by code, temperatures against each sensor's own
    limit), so nothing is added to it. ``gputui_gpu_lost 1`` fails the GPU in any case.
-3. DCGM fields only (dcgm-exporter): ``DCGM_FI_DEV_XID_ERRORS`` non-zero fails the GPU (the
-   exporter keeps the last XID, so it stays failed until the exporter restarts: a fleet view
-   cannot tell an acknowledged XID from a new one). Temperatures only ever warn, and
-   conservatively: at or above the GPU's own slowdown limit minus 5 °C when the exporter publishes
-   ``DCGM_FI_DEV_SLOWDOWN_TEMP`` (``DCGM_FI_DEV_MEM_MAX_OP_TEMP`` for memory), otherwise at
-   :data:`GPU_TEMP_WARN_C` (GPU) / :data:`MEMORY_TEMP_WARN_C` (HBM), about 5 °C below the
-   slowdown limits of current data-centre GPUs (H100, A100: 87-90 °C GPU, 95 °C memory).
+3. An exporter's fields only (dcgm-exporter in either naming, AMD's Device Metrics Exporter):
+   fails on an XID (``DCGM_FI_DEV_XID_ERRORS``, ``DCGM_FI_DEV_XID_ERROR`` in DCGM 4.7: the exporter
+   keeps the last XID, so the GPU stays failed until the exporter restarts; a fleet view cannot
+   tell an acknowledged XID from a new one), on failed row remapping
+   (``DCGM_FI_DEV_ROW_REMAP_FAILURE`` / ``_FAILED``), and on AMD's own verdict (``gpu_health``
+   0), uncorrectable ECC errors (``gpu_ecc_uncorrect_total``) or a fatal RAS event
+   (``gpu_afid_errors{severity="fatal"}``). Temperatures only ever warn, and conservatively: at
+   or above the GPU's own slowdown limit minus 5 °C when the exporter publishes it
+   (``DCGM_FI_DEV_SLOWDOWN_TEMP``; ``DCGM_FI_DEV_MEM_MAX_OP_TEMP`` for memory), otherwise at
+   :data:`GPU_TEMP_WARN_C` (GPU, or AMD's edge sensor) / :data:`MEMORY_TEMP_WARN_C` (HBM), about
+   5 °C below the slowdown limits of current data-centre GPUs (H100, A100: 87-90 °C GPU, 95 °C
+   memory). AMD's thermal violation residencies warn above :data:`THERMAL_VIOLATION_WARN_PCT`.
 
 A node is the worst of its GPUs and of gputui's node status (``gputui_node_health_status``: a
 driver that stopped answering, ``gputui_backend_stall_seconds`` > 0, fails the node); a silent node
@@ -28,6 +33,7 @@ whole, a negative or huge stall or count: :func:`bad_value`) decides nothing: th
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from gputui.core.xid import describe_xid
 from gputui.fleet.model import FleetFinding, Health
@@ -83,24 +89,56 @@ def xid_reason(code: int) -> str:
     return f"XID {code}: {meaning}"
 
 
-def dcgm_gpu_health(
-    *,
-    xid: int | None,
-    temperature_c: float | None,
-    temperature_memory_c: float | None,
-    slowdown_c: float | None = None,
-    memory_limit_c: float | None = None,
-) -> tuple[Health, list[str]]:
-    """Health and reasons of a GPU judged from DCGM fields alone (rule 3 above)."""
-    if xid:
-        return "fail", [xid_reason(xid)]
+@dataclass(frozen=True, slots=True)
+class ExporterReadings:
+    """What an exporter other than gputui's says of one GPU's health, in gputui's units (None:
+    not published)."""
+
+    xid: int | None = None
+    temperature_c: float | None = None
+    """The GPU (edge) temperature: AMD's junction sensor runs hotter and is not judged here."""
+    temperature_memory_c: float | None = None
+    slowdown_c: float | None = None
+    memory_limit_c: float | None = None
+    row_remap_failed: float | None = None
+    amd_health: float | None = None
+    """AMD's ``gpu_health``: 1 healthy, 0 not."""
+    ecc_uncorrected: float | None = None
+    ras_fatal: float | None = None
+    """AMD's ``gpu_afid_errors{severity="fatal"}``: the AFID of the last fatal RAS event."""
+    thermal_violation_pct: float | None = None
+    """The largest of AMD's thermal violation residencies (socket, HBM, processor hot), in %."""
+
+
+THERMAL_VIOLATION_WARN_PCT = 10.0
+"""AMD: a GPU held back by a thermal limit more than this share of the time warns."""
+
+
+def exporter_gpu_health(r: ExporterReadings) -> tuple[Health, list[str]]:
+    """Health and reasons of a GPU judged from an exporter's fields alone (rule 3 above)."""
+    failures = []
+    if r.xid:
+        failures.append(xid_reason(r.xid))
+    if r.row_remap_failed:
+        failures.append("row remapping failed: the GPU needs replacing")
+    if r.amd_health is not None and r.amd_health == 0:
+        failures.append("the AMD exporter reports the GPU unhealthy")
+    if r.ecc_uncorrected:
+        failures.append(f"{r.ecc_uncorrected:.0f} uncorrectable ECC errors")
+    if r.ras_fatal:
+        failures.append(f"fatal RAS event (AFID {r.ras_fatal:.0f})")
+    if failures:
+        return "fail", failures
     reasons = []
-    gpu_limit = slowdown_c - TEMP_MARGIN_C if slowdown_c else GPU_TEMP_WARN_C
-    if temperature_c is not None and temperature_c >= gpu_limit:
-        reasons.append(f"GPU {temperature_c:.0f} °C (≥ {gpu_limit:.0f} °C)")
-    mem_limit = memory_limit_c - TEMP_MARGIN_C if memory_limit_c else MEMORY_TEMP_WARN_C
-    if temperature_memory_c is not None and temperature_memory_c >= mem_limit:
-        reasons.append(f"memory {temperature_memory_c:.0f} °C (≥ {mem_limit:.0f} °C)")
+    gpu_limit = r.slowdown_c - TEMP_MARGIN_C if r.slowdown_c else GPU_TEMP_WARN_C
+    if r.temperature_c is not None and r.temperature_c >= gpu_limit:
+        reasons.append(f"GPU {r.temperature_c:.0f} °C (≥ {gpu_limit:.0f} °C)")
+    mem_limit = r.memory_limit_c - TEMP_MARGIN_C if r.memory_limit_c else MEMORY_TEMP_WARN_C
+    if r.temperature_memory_c is not None and r.temperature_memory_c >= mem_limit:
+        reasons.append(f"memory {r.temperature_memory_c:.0f} °C (≥ {mem_limit:.0f} °C)")
+    violation = r.thermal_violation_pct
+    if violation is not None and violation > THERMAL_VIOLATION_WARN_PCT:
+        reasons.append(f"thermally limited {violation:.0f} % of the time")
     return ("warn" if reasons else "ok"), reasons
 
 
@@ -141,8 +179,10 @@ __all__ = [
     "MAX_SECONDS",
     "MEMORY_TEMP_WARN_C",
     "STALE_INTERVALS",
+    "THERMAL_VIOLATION_WARN_PCT",
+    "ExporterReadings",
     "bad_value",
-    "dcgm_gpu_health",
+    "exporter_gpu_health",
     "finding_reason",
     "fmt_age",
     "fmt_value",

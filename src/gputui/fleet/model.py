@@ -58,7 +58,7 @@ class FleetGpu:
     clock_sm_mhz: float | None = None
     clock_memory_mhz: float | None = None
     xid: int | None = None
-    """The last XID (``DCGM_FI_DEV_XID_ERRORS``; 0: none)."""
+    """The last XID (``DCGM_FI_DEV_XID_ERRORS``, ``DCGM_FI_DEV_XID_ERROR``; 0: none)."""
     lost: bool = False
     health: Health = "ok"
     reasons: tuple[str, ...] = ()
@@ -79,8 +79,12 @@ class FleetNode:
     """The exporter's ``hostname`` / ``Hostname`` label, else the instance's host."""
     job: str = ""
     source: str = "dcgm"
-    """``gputui`` (``gputui export``: its own health judgement), ``dcgm`` (DCGM fields only) or
-    ``unknown`` (a target that never answered with GPU metrics)."""
+    """``gputui`` (``gputui export``: its own health judgement), ``dcgm`` (dcgm-exporter's DCGM
+    fields only), ``amd`` (AMD's Device Metrics Exporter) or ``unknown`` (a target that never
+    answered with GPU metrics)."""
+    naming: tuple[str, ...] = ()
+    """The vocabularies its GPU metrics came in: ``dcgm`` (dcgm-exporter's legacy names),
+    ``dcgm-4.7`` (DCGM 4.7 names, dcgm-exporter 4.9), both during a migration, or ``amd-dme``."""
     up: bool | None = None
     """The last scrape answered (None: the target is no longer scraped)."""
     scraped_at: float | None = None

@@ -29,6 +29,7 @@ class FleetNodeOutput:
     hostname: str
     job: str
     source: str
+    naming: tuple[str, ...]
     health: Health
     reasons: tuple[str, ...]
     up: bool | None
@@ -68,6 +69,7 @@ def node_output(node: FleetNode, now: float) -> FleetNodeOutput:
         hostname=node.hostname,
         job=node.job,
         source=node.source,
+        naming=node.naming,
         health=node.health,
         reasons=node.reasons,
         up=node.up,

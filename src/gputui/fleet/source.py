@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gputui.fleet import promql
-from gputui.fleet.build import DCGM_BLANK, MIB, build_fleet, gpu_index
+from gputui.fleet.build import DCGM_BLANK, build_fleet, gpu_index
 from gputui.fleet.client import PrometheusClient
 from gputui.fleet.model import Fleet
 
@@ -85,7 +85,6 @@ class FleetSource:
         times = tuple(start + i * step for i in range(HISTORY_POINTS))
         series: dict[str, dict[int, list[float]]] = {}
         for key, found in answers.items():
-            scale = MIB if key == "memory" else 1.0
             per_gpu: dict[int, list[float]] = {}
             for one in found:
                 index = gpu_index(one.labels.get("gpu", ""))
@@ -98,11 +97,11 @@ class FleetSource:
                         old = grid[slot]
                         # MIG slices of one GPU: memory adds up, the rest takes the maximum
                         if math.isnan(old):
-                            grid[slot] = value * scale
+                            grid[slot] = value
                         elif key == "memory":
-                            grid[slot] = old + value * scale
+                            grid[slot] = old + value
                         else:
-                            grid[slot] = max(old, value * scale)
+                            grid[slot] = max(old, value)
             series[key] = per_gpu
         return NodeHistory(instance, times, series)
 

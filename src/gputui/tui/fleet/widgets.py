@@ -216,6 +216,15 @@ def fleet_title(fleet: Fleet | None, url: str, interval: float) -> str:
     )
 
 
+NAMING_TEXT = {"dcgm": "legacy names", "dcgm-4.7": "DCGM 4.7 names", "amd-dme": "AMD DME"}
+
+
+def exporter_text(node: FleetNode) -> str:
+    """``dcgm (DCGM 4.7 names)``, ``gputui (legacy names + DCGM 4.7 names)``, ``amd``."""
+    named = [NAMING_TEXT.get(n, n) for n in node.naming if n != "amd-dme"]
+    return f"{node.source} ({' + '.join(named)})" if named else node.source
+
+
 def node_title(
     node: FleetNode | None, instance: str, now: float | None, stale: bool = False
 ) -> str:
@@ -230,7 +239,7 @@ def node_title(
     ]
     if node.driver_version:
         parts.append(f"driver {sanitize(node.driver_version)}")
-    parts.append(f"via {node.source}")
+    parts.append(f"via {exporter_text(node)}")
     if now is not None:
         answering = not (node.silent or stale)
         parts.append("answering" if answering else f"seen {fmt_age(node.age(now))} ago")
