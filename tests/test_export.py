@@ -58,7 +58,8 @@ def value(families, name, **labels) -> float:
 
 def test_dcgm_names_and_types(faulty) -> None:
     _snap, text, families = faulty
-    present = [name for name, _doc, _fn in export.DCGM_GAUGES if name in families]
+    gauges = [v.field.legacy for v in export.DCGM_VALUES if not v.counter]
+    present = [name for name in gauges if name in families]
     assert len(present) >= 20
     assert all(families[name].type == "gauge" for name in present)
     for name in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS"):
@@ -146,9 +147,11 @@ def test_values_equal_the_snapshot(faulty) -> None:
 
 def test_unsupported_values_are_absent(faulty) -> None:
     snap, _text, families = faulty
-    for name, _doc, fn in export.DCGM_GAUGES:
+    for v in export.DCGM_VALUES:
+        name = v.field.legacy
         for s in snap.gpus:
-            expected = 0 if s.lost or fn(s) is None else 1
+            reading = export.GpuReading(s, snap.node.gpu(s.index))
+            expected = 0 if s.lost or v.read(reading) is None else 1
             present = samples(families, name, gpu=str(s.index)) if name in families else []
             assert len(present) == expected, (name, s.index)
     assert all(s.fan_pct is None for s in snap.gpus)  # H100 SXM: no fans

@@ -16,7 +16,7 @@ from tests.fakes.clock import fake_clock_sampler
 from tests.fakes.fake_probe_worker import FAKE
 from tests.fakes.hung import hung_sampler
 from tests.fakes.prometheus_answers import BASE, recorded_source, synthetic_source
-from tests.schema_pages import declared, differences, documented, emitted
+from tests.schema_pages import DOCS, declared, differences, documented, emitted
 
 from gputui import cli
 from gputui.commands import fleet as fleet_command
@@ -149,3 +149,6 @@ def test_the_config_page(
     sources = {name: s["source"] for name, s in runs[1]["settings"].items()}
     assert sources["interval"] == str(config) and sources["theme"] == "command line"
     assert sources["gpu_hour_price"] == "env GPUTUI_GPU_HOUR_PRICE"
+    # the page names every setting the command writes
+    page = (DOCS / "config-schema.md").read_text(encoding="utf-8")
+    assert [name for name in runs[0]["settings"] if f"`{name}`" not in page] == []

@@ -18,6 +18,7 @@ from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import error
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.metric_names import DCGM_NAMES, DcgmNames
 from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
 
@@ -34,6 +35,8 @@ class ExportOptions:
     listen: str = DEFAULT_LISTEN
     """HOST:PORT, [IPv6]:PORT, :PORT or PORT (:func:`gputui.export.server.parse_listen`)."""
     interval: float = 1.0
+    dcgm_names: DcgmNames = "legacy"
+    """The DCGM metric names published (``--dcgm-names``, ``export.dcgm_names``)."""
     settings: Settings = field(default_factory=Settings)
     """The price of a GPU-hour and the health thresholds."""
 
@@ -57,6 +60,14 @@ def add_parser(commands: SubParsers) -> None:
     arg.add_interval(
         export, "how often the GPUs are read (default: 1); scrapes show the latest reading"
     )
+    export.add_argument(
+        "--dcgm-names",
+        choices=tuple(DCGM_NAMES),
+        default=None,
+        help="the DCGM metric names and units: legacy (dcgm-exporter up to 4.8: MiB, MHz, %%, "
+        "mJ), 4.7 (DCGM 4.7's, as dcgm-exporter 4.9: bytes, Hz, 0-1, J) or both, during a "
+        "migration (default: export.dcgm_names in the config file, else legacy)",
+    )
     arg.add_price(export, suppress=True)
 
 
@@ -66,6 +77,7 @@ def options(args: argparse.Namespace, common: Common) -> ExportOptions:
         seed=common.seed,
         listen=args.listen,
         interval=common.interval,
+        dcgm_names=common.settings.export.dcgm_names,
         settings=common.settings,
     )
 
@@ -118,7 +130,7 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sampler = session.sampler
     try:
-        registry.register(GpuCollector(sampler))
+        registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
         sampler.poll()  # the first scrape shows a reading
         sampler.start(lambda _snapshot: None)
         server.start()

@@ -22,6 +22,7 @@ OPTIONS = {
     "readonly": "readonly",
     "health.expect_gpus": "expect_gpus",
     "health.xid_window_hours": "xid_window",
+    "export.dcgm_names": "dcgm_names",
 }
 """Setting -> the attribute its option sets on the parsed arguments (None: not given)."""
 

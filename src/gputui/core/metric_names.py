@@ -55,6 +55,15 @@ Unit = Literal[
 Vocabulary = Literal["dcgm", "dcgm-4.7", "amd-dme"]
 DCGM_VOCABULARIES: tuple[Vocabulary, ...] = ("dcgm", "dcgm-4.7")
 
+DcgmNames = Literal["legacy", "4.7", "both"]
+"""Which DCGM names ``gputui export`` publishes (``--dcgm-names``, ``export.dcgm_names``)."""
+DCGM_NAMES: dict[DcgmNames, tuple[Vocabulary, ...]] = {
+    "legacy": ("dcgm",),
+    "4.7": ("dcgm-4.7",),
+    "both": ("dcgm", "dcgm-4.7"),
+}
+"""Each choice and the vocabularies it publishes, the first being the default."""
+
 MIB = 1024 * 1024
 
 _TO_BASE: dict[Unit, float] = {
@@ -85,9 +94,16 @@ def to_base(unit: Unit, value: float) -> float:
     return value * _TO_BASE[unit]
 
 
+_PER_BASE: dict[Unit, float] = {"hz": 1e6, "mj": 1e3, "uj": 1e6}
+"""Units a whole number of which make one of gputui's: :func:`from_base` multiplies by that
+number rather than dividing by its inexact float inverse (``j / 1e-3`` is not always
+``j * 1000``, the millijoules the exporter has always published)."""
+
+
 def from_base(unit: Unit, value: float) -> float:
     """The inverse of :func:`to_base`: a value in gputui's unit written in ``unit``."""
-    return value / _TO_BASE[unit]
+    per = _PER_BASE.get(unit)
+    return value * per if per is not None else value / _TO_BASE[unit]
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,12 +286,14 @@ __all__ = [
     "DCGM_BY_KEY",
     "DCGM_BY_NAME",
     "DCGM_FIELDS",
+    "DCGM_NAMES",
     "DCGM_VOCABULARIES",
     "DRIVER_LABEL",
     "ENFORCED_POWER_LIMIT_LEGACY",
     "HOSTNAME_LABEL",
     "AmdMetric",
     "DcgmField",
+    "DcgmNames",
     "Unit",
     "Vocabulary",
     "from_base",

@@ -6,24 +6,30 @@ from __future__ import annotations
 
 from gputui.export.collector import GpuCollector, render
 from gputui.export.dcgm import (
-    DCGM_COUNTERS,
-    DCGM_GAUGES,
     DCGM_LABELS,
+    DCGM_VALUES,
     MAX_LABEL_CHARS,
+    DcgmSeries,
+    DcgmValue,
+    GpuReading,
     dcgm_labels,
+    dcgm_series,
     label_value,
 )
 from gputui.export.server import Listen, MetricsServer, is_loopback, metrics_app, parse_listen
 
 __all__ = [
-    "DCGM_COUNTERS",
-    "DCGM_GAUGES",
     "DCGM_LABELS",
+    "DCGM_VALUES",
     "MAX_LABEL_CHARS",
+    "DcgmSeries",
+    "DcgmValue",
     "GpuCollector",
+    "GpuReading",
     "Listen",
     "MetricsServer",
     "dcgm_labels",
+    "dcgm_series",
     "is_loopback",
     "label_value",
     "metrics_app",

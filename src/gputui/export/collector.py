@@ -6,14 +6,16 @@ polls the GPUs, the sampler thread does, every ``--interval``. It also listens t
 (``Sampler.add_listener``) to keep what a single reading does not hold: the last XID per GPU and
 the count of events since the exporter started.
 
-Like DCGM, its counters carry no ``_total`` suffix on the wire
-(``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``): :func:`render` writes their ``# TYPE`` lines DCGM's
-way, and the endpoint always answers in the Prometheus text format 0.0.4 (OpenMetrics would
-require the suffix). Two DCGM fields that are rates
-are gauges here: ``DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL`` (MiB/s, TX + RX, computed as DCGM does:
-KiB/s / 1000; dcgm-exporter mislabels it a counter) and ``DCGM_FI_PROF_{PCIE,NVLINK}_{TX,RX}_BYTES``
-(bytes/s). What DCGM lacks is under ``gputui_*`` in base units (``_bytes``, ``_celsius``,
-``_ratio``), counters with ``_total``.
+The DCGM series follow ``dcgm_names`` (:func:`~gputui.export.dcgm.dcgm_series`): dcgm-exporter's
+legacy names and units (the default), DCGM 4.7's, or both; everything else is the same in every
+mode. Like DCGM, its counters carry no ``_total`` suffix on the wire
+(``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``, ``DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL`` as it is):
+:func:`render` writes their ``# TYPE`` lines DCGM's way, and the endpoint always answers in the
+Prometheus text format 0.0.4 (OpenMetrics would require the suffix). Two DCGM fields that are
+rates are gauges here: the NVLink throughput, TX + RX (legacy ``DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL``
+in MiB/s computed as DCGM does, KiB/s / 1000, which dcgm-exporter mislabels a counter; bytes/s
+under 4.7) and ``DCGM_FI_PROF_{PCIE,NVLINK}_{TX,RX}_BYTES`` (bytes/s). What DCGM lacks is under
+``gputui_*`` in base units (``_bytes``, ``_celsius``, ``_ratio``), counters with ``_total``.
 
 A value the hardware does not report (None) is not exported at all; a GPU that fell off the bus
 exports only ``gputui_gpu_lost 1`` (its health findings stay listed). Per-process memory is
@@ -54,23 +56,24 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from gputui import __version__
+from gputui.core.metric_names import DCGM_NAMES, DcgmNames, Vocabulary
 from gputui.core.mig import has_mig, mig_views
 from gputui.core.model import (
     SEVERITY_ORDER,
     THROTTLE_REASONS,
     Finding,
     GpuSample,
+    NodeInfo,
     ProcessSample,
     Snapshot,
 )
 from gputui.engine.sampler import Sampler
 from gputui.export.dcgm import (
     BARE_COUNTERS,
-    DCGM_COUNTERS,
-    DCGM_GAUGES,
-    DCGM_XID,
     DEFAULT_TOP_PROCESSES,
+    GpuReading,
     dcgm_labels,
+    dcgm_series,
     label_value,
 )
 from gputui.health.rollup import gpu_severity, worst
@@ -114,9 +117,21 @@ class _Families:
 class GpuCollector(Collector):
     """Renders the sampler's latest snapshot as metric families at each scrape."""
 
-    def __init__(self, sampler: Sampler, *, top_processes: int = DEFAULT_TOP_PROCESSES) -> None:
+    def __init__(
+        self,
+        sampler: Sampler,
+        *,
+        top_processes: int = DEFAULT_TOP_PROCESSES,
+        dcgm_names: DcgmNames = "legacy",
+    ) -> None:
+        """``dcgm_names``: the DCGM names and units published (:data:`DCGM_NAMES`); ValueError
+        for another."""
+        if dcgm_names not in DCGM_NAMES:
+            raise ValueError(f"unknown DCGM names {dcgm_names!r} (choose from {list(DCGM_NAMES)})")
         self.sampler = sampler
         self.top_processes = max(int(top_processes), 0)
+        self.dcgm_names: DcgmNames = dcgm_names
+        self._dcgm = dcgm_series(dcgm_names)
         self._lock = threading.Lock()
         self._last_xid: dict[int, int] = {}
         self._events: Counter[tuple[int | None, str]] = Counter()
@@ -175,36 +190,7 @@ class GpuCollector(Collector):
             out.gauge("gputui_gpu_lost", lost_doc, labels, 1.0 if s.lost else 0.0)
             if s.lost:
                 continue
-            for name, doc, fn in DCGM_GAUGES:
-                value = fn(s)
-                if value is not None:
-                    out.gauge(name, doc, labels, value)
-            if gpu_info is not None:
-                for name, doc, value in (
-                    (
-                        "DCGM_FI_DEV_PCIE_MAX_LINK_GEN",
-                        "PCIe max link generation.",
-                        gpu_info.pcie_max_gen,
-                    ),
-                    (
-                        "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH",
-                        "PCIe max link width.",
-                        gpu_info.pcie_max_width,
-                    ),
-                ):
-                    if value is not None:
-                        out.gauge(name, doc, labels, float(value))
-            if gpu_info is None or gpu_info.vendor == "nvidia":
-                out.gauge(
-                    DCGM_XID,
-                    "Value of the last XID error encountered (0: none since the exporter started).",
-                    labels,
-                    float(last_xid.get(s.index, 0)),
-                )
-            for name, doc, fn in DCGM_COUNTERS:
-                value = fn(s)
-                if value is not None:
-                    out.bare_counter(name, doc, labels, value)
+            self._dcgm_gpu(out, GpuReading(s, gpu_info, last_xid.get(s.index, 0)), node)
             self._gputui_gpu(out, s)
             self._mig(out, snapshot, s.index)
         self._health(out, snapshot, active)
@@ -220,6 +206,24 @@ class GpuCollector(Collector):
             self._usage(out, snapshot)
             self._host(out, snapshot)
         yield from out
+
+    def _dcgm_gpu(self, out: _Families, reading: GpuReading, node: NodeInfo) -> None:
+        """A GPU's DCGM series under the names, units and labels of ``dcgm_names``."""
+        labels: dict[tuple[Vocabulary, ...], dict[str, str]] = {}
+        index = reading.sample.index
+        for series in self._dcgm:
+            value = series.published(reading)
+            if value is None:
+                continue
+            on = labels.get(series.labels)
+            if on is None:
+                on = labels[series.labels] = dcgm_labels(
+                    reading.info, index, node.hostname, series.labels, node.driver_version
+                )
+            if series.value.counter:
+                out.bare_counter(series.name, series.help, on, value)
+            else:
+                out.gauge(series.name, series.help, on, value)
 
     def _gputui_gpu(self, out: _Families, s: GpuSample) -> None:
         gpu = {"gpu": str(s.index)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gputui.settings.keys import KEYMAP, KEYS, Key
+from gputui.settings.keys import KEYMAP, KEYS, TABLES, Key
 from gputui.settings.toml_text import toml_value
 
 HEADER = """\
@@ -36,11 +36,12 @@ def default_file_text() -> str:
     for key in KEYS:
         if "." not in key.name:
             out += _entry(key, key.name)
-    out += ["", "[health]"]
-    for key in KEYS:
-        table, dot, name = key.name.partition(".")
-        if dot and table == "health":
-            out += _entry(key, name)
+    for table in TABLES:
+        keys = [key for key in KEYS if key.name.partition(".")[0] == table]
+        if keys:
+            out += ["", f"[{table}]"]
+            for key in keys:
+                out += _entry(key, key.name.partition(".")[2])
     out += [
         "",
         "[keymap]",

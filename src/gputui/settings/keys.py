@@ -10,16 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gputui.settings.model import DEFAULT_INTERVAL, DEFAULT_THEME, HealthSettings
+from gputui.core.metric_names import DCGM_NAMES
+from gputui.settings.model import DEFAULT_INTERVAL, DEFAULT_THEME, ExportSettings, HealthSettings
 
-Kind = Literal["number", "integer", "bool", "text", "rules"]
+Kind = Literal["number", "integer", "bool", "text", "rules", "choice"]
 
 CONFIG_ENV = "GPUTUI_CONFIG"
 DASHBOARD = "dashboard"
 """The command name of ``gputui`` without a sub-command."""
 READING = frozenset({DASHBOARD, "snapshot", "export", "record"})
 """Commands that read the GPUs through a session (price, health rules)."""
-TABLES = ("health", "keymap")
+TABLES = ("health", "export", "keymap")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -43,6 +44,8 @@ class Key:
     """How the environment's text becomes a value (default: by :attr:`kind`)."""
     example: str | None = None
     """For a setting without a default value: a commented example line in the default file."""
+    choices: tuple[str, ...] = ()
+    """A ``choice`` setting's words."""
 
     def expected(self) -> str:
         if self.kind == "number" or self.kind == "integer":
@@ -52,6 +55,8 @@ class Key:
             if self.low is not None:
                 return f"{what} of {self.low:g} or more"
             return what
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
         return {
             "bool": "true or false",
             "text": "a string",
@@ -75,7 +80,17 @@ class Key:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"expected {self.expected()}")
             return value.strip()
+        if self.kind == "choice":
+            return self._choice(value)
         return _rules(value)
+
+    def _choice(self, value: object) -> str:
+        # ``dcgm_names = 4.7`` unquoted is a TOML float: the word it spells is meant
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        word = repr(value) if number else value.strip() if isinstance(value, str) else ""
+        if word not in self.choices:
+            raise ValueError(f"expected {self.expected()}")
+        return word
 
     def parse(self, text: str) -> object:
         """An environment variable's text as this setting; ValueError(why)."""
@@ -216,6 +231,16 @@ KEYS: tuple[Key, ...] = (
         "rules whose findings are left out (check --ignore adds to these)",
         option="--ignore",
         commands=_HEALTH_USERS,
+    ),
+    Key(
+        "export.dcgm_names",
+        "choice",
+        ExportSettings().dcgm_names,
+        "the DCGM metric names gputui export publishes: legacy (dcgm-exporter up to 4.8), "
+        "4.7 (DCGM 4.7's, as dcgm-exporter 4.9) or both",
+        option="--dcgm-names",
+        commands=frozenset({"export"}),
+        choices=tuple(DCGM_NAMES),
     ),
 )
 

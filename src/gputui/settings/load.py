@@ -17,8 +17,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from gputui.core.metric_names import DcgmNames
 from gputui.settings.keys import CONFIG_ENV, KEYMAP, KEYS, KEYS_BY_NAME, TABLES
-from gputui.settings.model import COMMAND_LINE, DEFAULT, HealthSettings, Problem, Settings
+from gputui.settings.model import (
+    COMMAND_LINE,
+    DEFAULT,
+    ExportSettings,
+    HealthSettings,
+    Problem,
+    Settings,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +88,7 @@ def load_settings(
             expect_gpus=cast("int | None", values["health.expect_gpus"]),
             ignore=frozenset(cast("frozenset[str]", values["health.ignore"])),
         ),
+        export=ExportSettings(dcgm_names=cast("DcgmNames", values["export.dcgm_names"])),
         keymap=tuple(sorted(keymap.items())),
         config_file=str(path),
         config_found=found,

@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gputui.core.metric_names import DcgmNames
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS, HealthConfig
 
 DEFAULT_INTERVAL = 1.0
@@ -49,6 +50,14 @@ class HealthSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ExportSettings:
+    """The ``[export]`` table: what ``gputui export`` publishes."""
+
+    dcgm_names: DcgmNames = "legacy"
+    """dcgm-exporter's legacy names, DCGM 4.7's, or both (:data:`DCGM_NAMES`)."""
+
+
 Origin = Literal["file", "env"]
 
 
@@ -74,6 +83,7 @@ class Settings:
     """Where recordings go when given a bare file name or none (``~`` already expanded)."""
     readonly: bool = False
     health: HealthSettings = field(default_factory=HealthSettings)
+    export: ExportSettings = field(default_factory=ExportSettings)
     keymap: tuple[tuple[str, str], ...] = ()
     """(binding id, keys) pairs, for ``App.set_keymap``."""
     config_file: str | None = field(default=None, compare=False)
@@ -105,6 +115,7 @@ __all__ = [
     "DEFAULT_INTERVAL",
     "DEFAULT_THEME",
     "LIGHT_THEME",
+    "ExportSettings",
     "HealthSettings",
     "Origin",
     "Problem",
