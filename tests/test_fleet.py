@@ -288,6 +288,10 @@ def test_recorded_fleet_health_per_node(recorded: Fleet) -> None:
         "h100": "fail",
         "a100": "warn",
         "leaving": "unknown",
+        "renamed": "ok",
+        "migrating": "ok",
+        "h200": "fail",
+        "mi300x": "ok",
         "nowhere": "unknown",
     }
     order = [n.health for n in recorded.nodes]
@@ -350,7 +354,8 @@ def test_json_has_the_fields_the_issue_names(recorded: Fleet) -> None:
     assert {"index", "uuid", "name", "util_pct", "memory_used_bytes", "memory_total_bytes",
             "power_w", "temperature_c", "health"} <= set(gpu)  # fmt: skip
     assert {n["health"] for n in answer["nodes"]} <= {"ok", "warn", "fail", "unknown"}
-    assert answer["summary"]["nodes"] == 7 and answer["prometheus"] == BASE
+    assert answer["summary"]["nodes"] == 11 and answer["prometheus"] == BASE
+    assert {n["naming"] == ["amd-dme"] for n in answer["nodes"] if n["source"] == "amd"} == {True}
 
 
 def test_exit_codes(recorded: Fleet) -> None:
@@ -559,7 +564,7 @@ def test_json_from_recorded_answers(
     monkeypatch.setattr(fleet_command, "make_source", lambda *a, **k: recorded_source()[0])
     code, out, _err = run_cli(capsys, "--prometheus", BASE, "--json")
     assert code == 2
-    assert json.loads(out)["summary"]["fail"] == 2
+    assert json.loads(out)["summary"]["fail"] == 3
 
 
 def test_json_writes_a_nan_as_null(

@@ -350,7 +350,7 @@ def test_a_mixed_fleet_lists_every_exporter_in_one_set_of_units(bed: Bed) -> Non
     spoken = {name: (nodes[i[name]]["source"], nodes[i[name]]["naming"]) for name in i}
     assert spoken == {
         "healthy": ("gputui", ["dcgm"]), "faulty": ("gputui", ["dcgm"]),
-        "small": ("gputui", ["dcgm"]), "leaving": ("gputui", ["dcgm"]),
+        "small": ("gputui", ["dcgm"]), "leaving": ("gputui", []),  # silent: no names now
         "renamed": ("gputui", ["dcgm-4.7"]), "migrating": ("gputui", ["dcgm", "dcgm-4.7"]),
         "nowhere": ("unknown", []), "a100": ("dcgm", ["dcgm"]), "h100": ("dcgm", ["dcgm"]),
         "h200": ("dcgm", ["dcgm-4.7"]), "mi300x": ("amd", ["amd-dme"]),

@@ -70,8 +70,8 @@ async def test_nodes_are_listed_worst_first_and_sort_by_any_column() -> None:
         assert len(transport.calls) == 5  # one batch
         table = app.fleet_screen.nodes
         healths = [n.health for n in table.visible_items]
-        assert healths == ["fail", "fail", "unknown", "unknown", "warn", "ok", "ok"]
-        assert table.row_count == 7
+        assert healths == ["fail"] * 3 + ["unknown"] * 2 + ["warn"] + ["ok"] * 5
+        assert table.row_count == 11
         table.sort_by("host")
         await pilot.pause()
         hosts = [n.hostname for n in table.visible_items]
@@ -90,12 +90,12 @@ async def test_filter_and_problems_only() -> None:
         await pilot.press("slash", *"XID 79", "enter")
         assert [n.hostname for n in table.visible_items] == ["h100-node-07"]
         await pilot.press("escape")
-        assert len(table.visible_items) == 7
+        assert len(table.visible_items) == 11
         await pilot.press("f")
         assert all(n.health != "ok" for n in table.visible_items)
-        assert len(table.visible_items) == 5
+        assert len(table.visible_items) == 6
         await pilot.press("f")
-        assert len(table.visible_items) == 7
+        assert len(table.visible_items) == 11
 
 
 async def test_a_node_shows_its_gpus_and_history() -> None:
@@ -128,7 +128,7 @@ async def test_unreachable_prometheus_shows_a_banner_and_keeps_the_data() -> Non
         text = str(banner.render())
         assert f"Prometheus at {BASE}: cannot connect: Connection refused" in text
         assert "retrying every 5s" in text and "showing data from" in text
-        assert len(app.fleet_screen.nodes.visible_items) == 7  # the last good answer stays
+        assert len(app.fleet_screen.nodes.visible_items) == 11  # the last good answer stays
         transport.fail = None
         await refresh(app, pilot)
         assert not banner.display
@@ -151,7 +151,7 @@ async def test_the_polling_thread_refreshes_on_its_interval() -> None:
         while app.refreshes < 3 and time.monotonic() < deadline:
             await pilot.pause(0.05)
         assert app.refreshes >= 3
-        assert app.fleet is not None and len(app.fleet.nodes) == 7
+        assert app.fleet is not None and len(app.fleet.nodes) == 11
 
 
 async def test_quitting_does_not_wait_for_a_prometheus_that_hangs() -> None:

@@ -6,6 +6,7 @@ query (a few labels per series)."""
 from __future__ import annotations
 
 import pytest
+from tests.fakes.prometheus_answers import instance, recorded_source
 
 from gputui.core.metric_names import DCGM_FIELDS, MIB, from_base, to_base
 from gputui.fleet import promql
@@ -242,3 +243,24 @@ def test_every_name_the_view_reads_is_in_the_one_values_query() -> None:
             assert f"|{field.current}|" in values
     for source in promql.SOURCES["clock_sm"]:
         assert source.metric in values
+
+
+# -- the recorded mixed fleet ----------------------------------------------------------------------
+
+
+def test_the_recorded_mixed_fleet_in_gputuis_units() -> None:
+    """Answers recorded from a real Prometheus holding a dcgm-exporter 4.9 page and an AMD DME
+    page (tests/data/fleet/*.prom) beside gputui and legacy dcgm-exporter nodes."""
+    fleet = recorded_source()[0].refresh()
+    h200, mi300x = fleet.node(instance("h200")), fleet.node(instance("mi300x"))
+    assert h200 is not None and mi300x is not None
+    assert (h200.source, h200.naming, h200.health) == ("dcgm", ("dcgm-4.7",), "fail")
+    assert h200.gpus[0].util_pct == pytest.approx(73.0)  # 0.73 on the wire
+    assert h200.gpus[0].clock_sm_mhz == pytest.approx(1980.0)  # 1.98e9 Hz
+    assert h200.gpus[1].xid == 48
+    assert (mi300x.source, mi300x.naming, mi300x.health) == ("amd", ("amd-dme",), "ok")
+    assert mi300x.gpus[0].memory_used_bytes == 150112 * MIB  # MB on the wire
+    assert mi300x.gpus[0].clock_memory_mhz == 1300
+    migrating = fleet.node(instance("migrating"))
+    assert migrating is not None and migrating.naming == ("dcgm", "dcgm-4.7")
+    assert migrating.gpu_count == 1

@@ -59,7 +59,14 @@ def test_the_fleet_page(
     for source in (recorded_source, synthetic_source):
         monkeypatch.setattr(fleet_command, "make_source", lambda *a, s=source, **k: s()[0])
         runs.append(run_cli(capsys, "fleet", "--prometheus", BASE, "--json"))
-    assert {n["source"] for data in runs for n in data["nodes"]} == {"gputui", "dcgm", "unknown"}
+    assert {n["source"] for data in runs for n in data["nodes"]} == {
+        "gputui",
+        "dcgm",
+        "amd",
+        "unknown",
+    }
+    namings = {tuple(n["naming"]) for data in runs for n in data["nodes"]}
+    assert {("dcgm",), ("dcgm-4.7",), ("dcgm", "dcgm-4.7"), ("amd-dme",), ()} <= namings
     assert_page_matches("fleet-schema.md", runs, FleetOutput)
 
 
