@@ -173,7 +173,10 @@ def test_exporter_reports_the_stall_and_stops_on_sigterm() -> None:
                 break
             time.sleep(0.3)
         assert "gputui_node_health_status 3.0" in text
-        assert 'gputui_health_findings{gpu="",rule="not_responding",severity="fail"}' in text
+        assert (
+            'gputui_health_findings{action="reboot",gpu="",rule="not_responding",severity="fail"}'
+            in text
+        )
         assert "DCGM_FI_DEV_GPU_UTIL{" not in text  # stale values are not exported as fresh
         proc.send_signal(signal.SIGTERM)
         started = time.monotonic()

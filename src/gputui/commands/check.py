@@ -206,6 +206,7 @@ def build_config(
         require_idle=require_idle,
         torch_cuda_version=torch_cuda_version(),
         xid_window_hours=xid_window_hours,
+        straggler_seconds=0.0,  # its readings are its whole window: a straggler lags in all
     )
 
 
@@ -421,6 +422,7 @@ class Watchdog:
             hint="check nvidia-smi / amd-smi (they may hang too) and the kernel log (dmesg); "
             "drain the node, then reset the GPU or reboot",
             key="not_responding:timeout",
+            action="reboot",
         )
         result = CheckResult(
             hostname=socket.gethostname(),
@@ -512,6 +514,7 @@ def probe_findings(
                 key=f"probe:{j.gpu}:{j.test}",
                 first_seen=now,
                 last_seen=now,
+                action="watch",
             )
         )
     for gpu, run in report.runs.items():
@@ -526,6 +529,7 @@ def probe_findings(
                     key=f"probe:{gpu}:error:{len(out)}",
                     first_seen=now,
                     last_seen=now,
+                    action="watch",
                 )
             )
     return out

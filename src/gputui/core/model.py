@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.performance import Performance
+
 SCHEMA_VERSION = 1
 MAX_NAME_CHARS = 256
 """Characters kept of a name from outside (a process's name and user, a Slurm job's name and
@@ -26,6 +28,8 @@ start a process whose arguments are megabytes)."""
 Vendor = Literal["nvidia", "amd"]
 ProcessType = Literal["compute", "graphics", "compute+graphics"]
 Severity = Literal["ok", "info", "warn", "fail"]
+Action = Literal["none", "watch", "restart_job", "reset_gpu", "reboot", "drain", "replace"]
+"""What to do about a finding, one vocabulary for NVIDIA and AMD (``gputui.health.actions``)."""
 PidNamespace = Literal["host", "container", "unknown"]
 SEVERITY_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
 """Severities from harmless to failing; compare with ``SEVERITY_ORDER[a] > SEVERITY_ORDER[b]``."""
@@ -292,6 +296,9 @@ class GpuSample:
     """The readings that say what a GPU is doing which failed with an error (not "not
     supported"): ``(reading, error)`` for ``utilization`` and ``memory`` in this reading, and
     ``processes`` in the last read of the process list, e.g. ``("memory", "Unknown Error")``."""
+    performance: Performance | None = None
+    """Why it runs as fast as it does, judged by the engine over the last readings (None: not
+    judged, e.g. a reading from an older recording)."""
 
     @property
     def memory_total_bytes(self) -> int | None:
@@ -446,6 +453,9 @@ class Finding:
     last_seen: float | None = None
     active: bool = True
     """False once the condition has cleared; the finding stays listed until acknowledged."""
+    action: Action = "none"
+    """What to do about it: ``none``, ``watch``, ``restart_job``, ``reset_gpu``, ``reboot``,
+    ``drain`` or ``replace``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,6 +606,7 @@ __all__ = [
     "SLOW_TIER_FIELDS",
     "THROTTLE_REASONS",
     "THROTTLE_TROUBLE",
+    "Action",
     "Finding",
     "GpuEvent",
     "GpuInfo",

@@ -43,6 +43,7 @@ from gputui.core.model import (
     Usage,
 )
 from gputui.core.usage import UsageMeter
+from gputui.health.performance import PerformanceJudge
 from gputui.host.processes import ProcessEnricher
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,8 @@ class Sampler:
         self.clock = clock
         self.history = history if history is not None else History()
         self.health = health
+        self.performance = PerformanceJudge()
+        """Sets each reading's ``GpuSample.performance`` (why a GPU is as fast as it is)."""
         self._enricher = (
             ProcessEnricher(proc_root=backend.proc_root) if backend.enrich_processes else None
         )
@@ -249,6 +252,7 @@ class Sampler:
         return dataclasses.replace(last, timestamp=now, events=(), findings=(), stall=stall)
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
+        snapshot = self.performance.judge(snapshot, replayed=self.playback is not None)
         if snapshot.stall is None:
             self._last_complete = snapshot
             self.history.record(snapshot)  # a stalled reading adds no new values

@@ -67,6 +67,7 @@ from gputui.core.model import (
     ProcessSample,
     Snapshot,
 )
+from gputui.core.performance import LIMITER_WORDS
 from gputui.engine.sampler import Sampler
 from gputui.export.dcgm import (
     BARE_COUNTERS,
@@ -227,6 +228,7 @@ class GpuCollector(Collector):
 
     def _gputui_gpu(self, out: _Families, s: GpuSample) -> None:
         gpu = {"gpu": str(s.index)}
+        self._performance(out, s, gpu)
         if s.temperature_hotspot_c is not None:
             out.gauge(
                 "gputui_gpu_hotspot_temperature_celsius",
@@ -262,6 +264,27 @@ class GpuCollector(Collector):
                         float(value),
                     )
 
+    def _performance(self, out: _Families, s: GpuSample, gpu: dict[str, str]) -> None:
+        performance = s.performance
+        if performance is None:
+            return
+        if performance.clock_pct is not None:
+            out.gauge(
+                "gputui_gpu_clock_ratio",
+                "SM clock as a share of its maximum (0-1), over the last readings.",
+                gpu,
+                performance.clock_pct / 100.0,
+            )
+        for limiter in LIMITER_WORDS:
+            out.gauge(
+                "gputui_gpu_limiter",
+                "1 for what holds the SM clock down now (reason: idle, power_cap, hw_thermal, "
+                "sw_thermal, hw_slowdown, hw_power_brake, sync_boost, app_clocks, display, "
+                "board_limit, reliability, none, unknown), else 0.",
+                {**gpu, "reason": limiter},
+                1.0 if limiter == performance.limiter else 0.0,
+            )
+
     def _mig(self, out: _Families, snapshot: Snapshot, index: int) -> None:
         for view in mig_views(snapshot, index):
             labels = {
@@ -292,14 +315,16 @@ class GpuCollector(Collector):
                 )
 
     def _health(self, out: _Families, snapshot: Snapshot, active: list[Finding]) -> None:
-        counts: Counter[tuple[str, str, str]] = Counter(
-            (f.rule, f.severity, "" if f.gpu_index is None else str(f.gpu_index)) for f in active
+        counts: Counter[tuple[str, str, str, str]] = Counter(
+            (f.rule, f.severity, "" if f.gpu_index is None else str(f.gpu_index), f.action)
+            for f in active
         )
-        for (rule, severity, gpu), count in sorted(counts.items()):
+        for (rule, severity, gpu, action), count in sorted(counts.items()):
             out.gauge(
                 "gputui_health_findings",
-                "Active health findings by rule and severity (gpu empty: node-wide).",
-                {"rule": rule, "severity": severity, "gpu": gpu},
+                "Active health findings by rule, severity and what to do (action: none, watch, "
+                "restart_job, reset_gpu, reboot, drain, replace; gpu empty: node-wide).",
+                {"rule": rule, "severity": severity, "gpu": gpu, "action": action},
                 float(count),
             )
         status_doc = "Worst active health finding: 0 ok, 1 info, 2 warn, 3 fail."

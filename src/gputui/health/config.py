@@ -60,6 +60,11 @@ class HealthConfig:
     xid_window_hours: float | None = DEFAULT_XID_WINDOW_HOURS
     """An XID read from the kernel log longer ago than this is history (``info``); None: no
     window (only a driver load or the GPU's re-enumeration after it makes it history)."""
+    straggler_pct: float = 10.0
+    """A GPU this far (%) below its siblings' median clock, power or utilisation is a straggler
+    (0: not judged)."""
+    straggler_seconds: float = 30.0
+    """... once it has stayed there this long (0: in every reading there is, as ``check``)."""
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -180,6 +180,7 @@ def evaluate(
                 key=f"visible_devices:{token}",
                 first_seen=snapshot.timestamp,
                 last_seen=snapshot.timestamp,
+                action="drain",
             )
             for token in selection.unknown
         ]
@@ -194,6 +195,7 @@ def evaluate(
                     key="visible_devices:none",
                     first_seen=snapshot.timestamp,
                     last_seen=snapshot.timestamp,
+                    action="drain",
                 )
             )
     findings = sorted_findings(findings)

@@ -205,6 +205,25 @@ KEYS: tuple[Key, ...] = (
         commands=_HEALTH_USERS,
     ),
     Key(
+        "health.straggler_pct",
+        "number",
+        _HEALTH.straggler_pct,
+        "a GPU this far (%) below its siblings' median clock, power or utilization is a "
+        "straggler (0: off)",
+        low=0,
+        high=90,
+        commands=_HEALTH_USERS,
+    ),
+    Key(
+        "health.straggler_seconds",
+        "number",
+        _HEALTH.straggler_seconds,
+        "... once it has stayed there this many seconds",
+        low=1,
+        high=86400,
+        commands=_HEALTH_USERS,
+    ),
+    Key(
         "health.xid_window_hours",
         "number",
         _HEALTH.xid_window_hours,

@@ -84,6 +84,8 @@ def load_settings(
         health=HealthSettings(
             idle_memory_minutes=cast(float, values["health.idle_memory_minutes"]),
             idle_memory_min_bytes=cast(int, values["health.idle_memory_min_bytes"]),
+            straggler_pct=cast(float, values["health.straggler_pct"]),
+            straggler_seconds=cast(float, values["health.straggler_seconds"]),
             xid_window_hours=cast(float, values["health.xid_window_hours"]),
             expect_gpus=cast("int | None", values["health.expect_gpus"]),
             ignore=frozenset(cast("frozenset[str]", values["health.ignore"])),

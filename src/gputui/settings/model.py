@@ -32,6 +32,8 @@ class HealthSettings:
 
     idle_memory_minutes: float = _health_default("idle_memory_minutes")
     idle_memory_min_bytes: int = _health_default("idle_memory_min_bytes")
+    straggler_pct: float = _health_default("straggler_pct")
+    straggler_seconds: float = _health_default("straggler_seconds")
     xid_window_hours: float = DEFAULT_XID_WINDOW_HOURS
     """0: no window (TOML has no null)."""
     expect_gpus: int | None = None
@@ -46,6 +48,8 @@ class HealthSettings:
             idle_memory_minutes=self.idle_memory_minutes,
             idle_memory_min_bytes=self.idle_memory_min_bytes,
             xid_window_hours=self.xid_window_hours or None,
+            straggler_pct=self.straggler_pct,
+            straggler_seconds=self.straggler_seconds,
             **facts,
         )
 

@@ -111,9 +111,10 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
 def render_findings(
     findings: tuple[Finding, ...] | list[Finding], notes: Mapping[str, str] | None = None
 ) -> list[str]:
-    """``severity  GPU n  message  [rule]`` with the hint indented below, in the order given (the
-    health monitor's: worst first, hardware faults before busy GPUs); ``notes`` (finding key ->
-    text) adds a line under a finding, e.g. the MIG instances its processes run in."""
+    """``severity  GPU n  message  [rule]`` with the action and hint indented below
+    (``→ reset_gpu · drain the node and ...``), in the order given (the health monitor's: worst
+    first, hardware faults before busy GPUs); ``notes`` (finding key -> text) adds a line under a
+    finding, e.g. the MIG instances its processes run in."""
     if not findings:
         return ["No findings."]
     lines = [f"Findings ({len(findings)}):"]
@@ -124,8 +125,11 @@ def render_findings(
         lines.append(
             f"  {sanitize(f.severity):<4}  {where:<6}  {text}{cleared}  [{sanitize(f.rule)}]"
         )
+        todo = [f"→ {f.action}"] if f.action != "none" else []
         if f.hint:
-            lines.append(f"                {sanitize(f.hint)}")
+            todo.append(sanitize(f.hint))
+        if todo:
+            lines.append(f"                {' · '.join(todo)}")
         if notes and (note := notes.get(f.key)):
             lines.append(f"                {sanitize(note)}")
     return lines

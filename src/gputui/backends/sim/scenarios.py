@@ -53,8 +53,18 @@ SCENARIOS: dict[str, str] = {
     "pods), a notebook and a LoRA fine-tune in the instances, a training job on GPU 7",
     "crowded": "8x H100 SXM serving 2,000 inference worker processes of 40 users; a few workers "
     "restart every minute (a stress test for the process views)",
+    "straggler": "DGX H100, one 8-rank training job (Slurm job 5151) on all 8 GPUs; GPU 3 lags "
+    "its siblings, held down by a thermal limit (blocked airflow)",
 }
 """Scenario name -> one-line description."""
+
+
+def in_slurm_job(ranks: list[ProcPlan], job_id: str, name: str) -> list[ProcPlan]:
+    """The ranks as step 0 of a Slurm job of their user."""
+    return [
+        replace(p, slurm_job_id=job_id, slurm_step="0", slurm_job_name=name, slurm_job_user=p.user)
+        for p in ranks
+    ]
 
 
 def _dgx_h100(seed: int) -> Plan:
@@ -76,16 +86,7 @@ def _dgx_h100(seed: int) -> Plan:
         container=None,
         age_s=r.uniform(1.5, 3.0) * 3600,
     )
-    procs = [
-        replace(
-            p,
-            slurm_job_id="4242",
-            slurm_step="0",
-            slurm_job_name="train-llama",
-            slurm_job_user="svc-train",
-        )
-        for p in ranks
-    ]
+    procs = in_slurm_job(ranks, "4242", "train-llama")
     procs.append(
         ProcPlan(
             pid=r.randrange(100_000, 200_000),
@@ -166,6 +167,35 @@ def _faulty(seed: int, lost_after_s: float) -> Plan:
         procs=tuple(procs),
         host=dgx_host(r, "dgx-h100-13", 8),
         events=_faulty_events(lost_after_s),
+    )
+
+
+def _straggler(seed: int) -> Plan:
+    """Every GPU of one job, one of them slower: what the straggler rule is for."""
+    s = "straggler"
+    r = make_rng(s, seed, "procs")
+    faults: dict[int, dict[str, Any]] = {3: {"thermal_fault": True}}
+    gpus = gpu_plans(seed, s, H100_SXM, [f"00000000:{b}:00.0" for b in H100_BUS], faults=faults)
+    train = wl.training(make_rng(s, seed, "train"), step_s=r.uniform(2.9, 3.5))
+    ranks = training_ranks(
+        r,
+        train,
+        list(range(8)),
+        config="llama-70b.yaml",
+        mem_mib=(74_000, 76_500),
+        user="svc-train",
+        python="/opt/conda/bin/python",
+        container=None,
+        age_s=r.uniform(2, 5) * 3600,
+    )
+    procs = in_slurm_job(ranks, "5151", "pretrain-70b")
+    return Plan(
+        scenario=s,
+        seed=seed,
+        **DGX_SOFTWARE,
+        gpus=tuple(gpus),
+        procs=tuple(procs),
+        host=dgx_host(r, "dgx-h100-21", 8),
     )
 
 
@@ -376,6 +406,7 @@ _BUILDERS: dict[str, Callable[[int], Plan]] = {
     "mi300x": _mi300x,
     "mig": mig_node,
     "crowded": crowded_node,
+    "straggler": _straggler,
 }
 
 

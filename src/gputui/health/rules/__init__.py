@@ -49,6 +49,7 @@ from gputui.health.rules.processes import (
     rule_other_processes,
     rule_process_list,
 )
+from gputui.health.rules.stragglers import rule_straggler
 
 RULES: dict[str, tuple[RuleFn, str]] = {
     "not_responding": (rule_not_responding, "fail: NVML / AMD-SMI or a GPU not answering"),
@@ -117,6 +118,11 @@ RULES: dict[str, tuple[RuleFn, str]] = {
         "info: opening the GPUs took seconds (persistence mode off: the driver initialises them)",
     ),
     "driver_cuda": (rule_driver_cuda, "warn: driver's CUDA older than torch's CUDA build"),
+    "straggler": (
+        rule_straggler,
+        "warn: a busy GPU's clock, power or utilization stays >10% below its siblings' (its "
+        "job's or pod's GPUs, else busy GPUs of its model) for 30 s (check: all its readings)",
+    ),
     "idle_memory": (
         rule_idle_memory,
         "info after 1 min, warn after idle_memory_minutes: memory held with no utilization",

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from gputui.core.format import fmt_bytes
 from gputui.core.history import History
-from gputui.core.model import Finding, GpuEvent, GpuInfo, GpuSample, Severity, Snapshot
+from gputui.core.model import Action, Finding, GpuEvent, GpuInfo, GpuSample, Severity, Snapshot
+from gputui.health.actions import action_for
 from gputui.health.config import HealthConfig
 
 _CONSUMER = re.compile(r"\b(GeForce|RTX|Quadro|TITAN|Radeon)\b", re.IGNORECASE)
@@ -96,10 +97,26 @@ RuleFn = Callable[[RuleContext], Iterable[Finding]]
 
 
 def finding(
-    rule: str, severity: Severity, message: str, hint: str, gpu: int | None, subject: str = ""
+    rule: str,
+    severity: Severity,
+    message: str,
+    hint: str,
+    gpu: int | None,
+    subject: str = "",
+    action: Action | None = None,
 ) -> Finding:
+    """A finding with its key; its action is the rule's at that severity
+    (:func:`~gputui.health.actions.action_for`) unless ``action`` names one."""
     key = f"{rule}:{'node' if gpu is None else gpu}" + (f":{subject}" if subject else "")
-    return Finding(rule=rule, severity=severity, message=message, hint=hint, gpu_index=gpu, key=key)
+    return Finding(
+        rule=rule,
+        severity=severity,
+        message=message,
+        hint=hint,
+        gpu_index=gpu,
+        key=key,
+        action=action if action is not None else action_for(rule, severity),
+    )
 
 
 # -- rules ---------------------------------------------------------------------------------------

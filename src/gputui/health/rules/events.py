@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterable
 
 from gputui.core.format import fmt_datetime
 from gputui.core.mig import mig_profile
-from gputui.core.model import Finding, GpuEvent, Severity
+from gputui.core.model import Action, Finding, GpuEvent, Severity
 from gputui.core.xid import KERNEL_LOG_MARKERS, XID_TABLE, describe_xid, xid_hint
 from gputui.health import hints
+from gputui.health.actions import xid_action
 from gputui.health.rules.aging import HISTORY_HINT, history_reason, markers
 from gputui.health.rules.context import RuleContext
 
@@ -47,6 +48,7 @@ def _event_finding(
     hint: str,
     group: list[GpuEvent],
     after: str = "",
+    action: Action = "none",
 ) -> Finding:
     times = [e.timestamp for e in group]
     count = f" (×{len(group)})" if len(group) > 1 else ""
@@ -59,6 +61,7 @@ def _event_finding(
         key=key,
         first_seen=min(times),
         last_seen=max(times),
+        action=action,
     )
 
 
@@ -73,7 +76,8 @@ def rule_xid(ctx: RuleContext) -> Iterable[Finding]:
         current = [e for e, reason in zip(group, reasons, strict=True) if reason is None]
         if current:
             message = f"XID {code}{where}{text}"
-            yield _event_finding("xid", key, severity, message, xid_hint(code), current)
+            action = xid_action(code, current[-1].message or "")
+            yield _event_finding("xid", key, severity, message, xid_hint(code), current, "", action)
             continue
         last, reason = max(zip(group, reasons, strict=True), key=lambda pair: pair[0].timestamp)
         at = f"{'last ' if len(group) > 1 else ''}at {fmt_datetime(last.timestamp)}"
@@ -103,6 +107,13 @@ def _xid_where(event: GpuEvent, ctx: RuleContext) -> str:
         words.append(f"CI {ci}")
     return f"{where} ({' '.join(words)})"
 
+
+_EVENT_ACTIONS: dict[str, Action] = {
+    "ecc_double_bit": "reset_gpu",
+    "ecc_single_bit": "none",
+    "gpu_lost": "reboot",
+}
+"""What to do about each event kind (another kind: ``watch``)."""
 
 _EVENT_KINDS: dict[str, tuple[Severity, str, str]] = {
     "ecc_double_bit": (
@@ -142,4 +153,6 @@ def rule_gpu_event(ctx: RuleContext) -> Iterable[Finding]:
         if first.gpu_index is not None and "reset the GPU" in hint:
             command = hints.reset(v, first.gpu_index)
             hint = hint.replace("reset the GPU", f"reset the GPU ({command})")
-        yield _event_finding("gpu_event", key, severity, where + words + detail, hint, group)
+        action = _EVENT_ACTIONS.get(first.kind, "watch")
+        message = where + words + detail
+        yield _event_finding("gpu_event", key, severity, message, hint, group, "", action)

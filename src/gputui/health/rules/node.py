@@ -33,6 +33,7 @@ def rule_not_responding(ctx: RuleContext) -> Iterable[Finding]:
             f"kernel log (dmesg) for GPU errors; drain the node, then reset the GPU or reboot",
             gpu_index=None,  # the driver's lock is node-wide: every GPU waits behind it
             key="not_responding:stall",
+            action="reboot",
         )
         return
     if not node.gpus:
