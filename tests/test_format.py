@@ -359,6 +359,9 @@ def test_fit_around_keeps_a_filter_match_in_view() -> None:
     assert fit_around(command, 30, "local-rank") == fit_command(command, 30)  # already shown
     assert fit_around(command, 12, "bfloat") == "…bfloat16 -…"  # no room for the program
     assert fit_around(command, 30, "nowhere") == fit_command(command, 30)
+    # In the interpreter's name: it goes before what fit_command keeps.
+    assert fit_around(TRAIN, 25, "python") == "python train.py … --loca…"
+    assert fit_around(TRAIN, 33, "python") == "python train.py … --local-rank=3"
     for width in range(1, 60):
         assert cell_width(fit_around(command, width, "max-num")) <= width
     # Through command_text, the container tag goes first when it would hide the match.

@@ -264,13 +264,20 @@ def fit_around(command: str, width: int, needle: str) -> str:
     """``command`` in ``width`` cells with the first match of ``needle`` (lower case) in view: as
     :func:`fit_command` when that shows it; else the program, ``…`` and the command from the
     word that holds the match (``embed_server.py … --local-rank=29 --port 9000``), cut at the
-    right; or, with no room for the program, ``…`` and the command from that word."""
+    right; or, with no room for the program, ``…`` and the command from that word. A match in
+    the first word (the interpreter) puts it before the fitted command (``python train.py …
+    --local-rank=3``)."""
     fitted = fit_command(command, width)
     text = " ".join(command.split())
     at = text.lower().find(needle) if needle else -1
     if at < 0 or needle in fitted.lower():
         return fitted
     start = _word_start(text, at)
+    if start == 0:  # in the program's own name (the interpreter): it, then the rest as fitted
+        head = text.split(" ", 1)[0]
+        name = head.rsplit("/", 1)[-1]
+        head = name if needle in name.lower() else head  # the match may be in its directory
+        return _cut(f"{head} {fit_command(text, max(width - cell_width(head) - 1, 1))}", width)
     tail = text[start:]
     program = _program(_word_groups(text.split(" ")))
     lead = f"{program} {_ELLIPSIS} "
