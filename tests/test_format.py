@@ -355,7 +355,8 @@ def test_fit_around_keeps_a_filter_match_in_view() -> None:
         "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867"
     )
     assert "bfloat16" not in fit_command(command, 30)
-    assert fit_around(command, 30, "bfloat") == "serve.worker … bfloat16 --max…"
+    # In an option's value: from the option on.
+    assert fit_around(command, 30, "bfloat") == "serve.worker … --dtype bfloat…"
     assert fit_around(command, 30, "local-rank") == fit_command(command, 30)  # already shown
     assert fit_around(command, 12, "bfloat") == "…bfloat16 -…"  # no room for the program
     assert fit_around(command, 30, "nowhere") == fit_command(command, 30)

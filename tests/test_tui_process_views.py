@@ -149,7 +149,7 @@ async def test_the_tree_puts_processes_under_their_parents() -> None:
                     ((11, 0), (12, 1), (13, 1), (20, 0), (21, 0))]  # fmt: skip
         assert [c[:3] for c in commands] == ["├─ ", "├─ ", "└─ ", "pyt", "└─ "]
         launcher = row_line(table, 10)
-        assert "torchrun (parent of 3 GPU processes, uses no GPU)" in launcher
+        assert "torchrun · 3 GPU processes" in launcher
         assert "svc" in launcher and "n/a" not in launcher
         assert table.plain_lines[0].rstrip().endswith("tree · 1 of 5")  # processes counted
         # On the parent's row there is no process to open; space there tags its three.

@@ -263,7 +263,8 @@ def _word_start(text: str, at: int) -> int:
 def fit_around(command: str, width: int, needle: str) -> str:
     """``command`` in ``width`` cells with the first match of ``needle`` (lower case) in view: as
     :func:`fit_command` when that shows it; else the program, ``…`` and the command from the
-    word that holds the match (``embed_server.py … --local-rank=29 --port 9000``), cut at the
+    word that holds the match, or from its option when it is an option's value
+    (``embed_server.py … --local-rank=29 --port 9000``), cut at the
     right; or, with no room for the program, ``…`` and the command from that word. A match in
     the first word (the interpreter) puts it before the fitted command (``python train.py …
     --local-rank=3``)."""
@@ -278,14 +279,21 @@ def fit_around(command: str, width: int, needle: str) -> str:
         name = head.rsplit("/", 1)[-1]
         head = name if needle in name.lower() else head  # the match may be in its directory
         return _cut(f"{head} {fit_command(text, max(width - cell_width(head) - 1, 1))}", width)
-    tail = text[start:]
+    starts = [start]
+    option = _word_start(text, start - 1) if start > 1 else start
+    if text.startswith("-", option) and not text.startswith("-", start):
+        starts.insert(0, option)  # a value: from its option (--max-model-len 8192) if it fits
     program = _program(_word_groups(text.split(" ")))
     lead = f"{program} {_ELLIPSIS} "
-    if not text.startswith(program, 0) and text.find(program) >= start:
+    if not text.startswith(program) and text.find(program) >= start:
         lead = ""  # the program comes after the match (a launcher's options): no need to repeat
-    if lead and cell_width(lead) + cell_width(text[start : at + len(needle)]) <= width:
-        return _cut(lead + tail, width)
-    return _cut(_ELLIPSIS + tail, width) if start > 0 else _cut(tail, width)
+    end = at + len(needle)
+    for first in starts:  # the option with its value, even without the program, if it fits
+        if lead and cell_width(lead) + cell_width(text[first:end]) <= width:
+            return _cut(lead + text[first:], width)
+        if 1 + cell_width(text[first:end]) <= width or first == starts[-1]:
+            return _cut(_ELLIPSIS + text[first:], width)
+    return fitted  # pragma: no cover - the loop returns on its last start
 
 
 def _cut(text: str, width: int) -> str:

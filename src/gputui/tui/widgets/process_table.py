@@ -304,22 +304,15 @@ class ProcessTable(VirtualTable[ProcessSample]):
     # --- actions ----------------------------------------------------------------------------------
 
     def action_toggle_grouped(self) -> None:
+        """Group by GPU, or not (from the tree: grouped)."""
         if self.tree_view:
             self.tree_view = False
             self.grouped = True
         else:
             self.grouped = not self.grouped
-        self.notify_arrangement()
 
     def action_toggle_tree(self) -> None:
         self.tree_view = not self.tree_view
-        self.notify_arrangement()
-
-    def notify_arrangement(self) -> None:
-        words = (
-            "as a tree" if self.tree_view else "grouped by GPU" if self.grouped else "not grouped"
-        )
-        self.app.notify(f"processes {words}", timeout=2)
 
     def action_scroll_command(self, step: int) -> None:
         """Scroll the commands sideways (→: on into longer ones; ←: back to the start)."""
@@ -452,7 +445,7 @@ class ProcessTable(VirtualTable[ProcessSample]):
             if spec.key in ("pid", "user"):
                 return super().cell(spec, item, width)
             if spec.key == "command":
-                return clip(launcher_text(self._tree_rows[row_key(item)]), width)
+                return _cut(launcher_text(self._tree_rows[row_key(item)]), width)
             return ""
         if spec.key == "command":
             return self._command_cell(item, width)
@@ -540,6 +533,10 @@ class ProcessTable(VirtualTable[ProcessSample]):
         return self._snapshot.timestamp if self._snapshot is not None else 0.0
 
 
+def _cut(text: str, width: int) -> str:
+    return text if cells(text) <= width else clip(text, width - 1) + "…"
+
+
 def _same_start(a: float | None, b: float | None) -> bool:
     return a is None or b is None or abs(a - b) < 1.0
 
@@ -551,7 +548,7 @@ def _status(parts: dict[str, str]) -> str:
 def launcher_text(row: TreeRow) -> str:
     """A tree's parent row: its name and how many GPU processes hang below it."""
     name = row.process.name or "parent"
-    return f"{name} (parent of {row.children} GPU processes, uses no GPU)"
+    return f"{name} · {row.children} GPU processes"
 
 
 def launcher_note(row: TreeRow) -> str:
