@@ -174,6 +174,7 @@ async def test_live_space_tags_and_z_pauses(sim_sampler, monkeypatch, allowed) -
         assert rows["The processes as a tree (parents above their children), or not"] == "f f5"
         assert rows["Scroll the commands right (shown whole)"] == "→"
         assert rows["The commands from their start"] == "^"
+        assert rows["Untag every process"] == "U"
 
 
 # -- a signal from the details, and what the row says after one -----------------------------------

@@ -425,8 +425,10 @@ class DashboardScreen(Screen[None]):
             return not self.readonly and self.why_no_signal() is None
         if action == "signal_refused":
             return not self.readonly and self.why_no_signal() is not None
-        if action in ("tag", "untag_all"):
-            return not self.readonly and (action == "tag" or bool(self.process_table.tags))
+        if action == "tag":
+            return not self.readonly
+        if action == "untag_all":  # in the help even with no tag yet (None: shown, disabled)
+            return False if self.readonly else True if self.process_table.tags else None
         if action == "environ":
             return self.environ_reader is not None
         return True

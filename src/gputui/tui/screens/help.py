@@ -147,6 +147,7 @@ HELP_DESCRIPTIONS = {
     "record": "Start/stop recording to a file",
     "probe": "Run the probe",
     "tag": "Tag / untag the process (k then signals every tagged one)",
+    "signal": "Signal the tagged processes, or else the selected one",
     "untag": "Untag every process",
     "environ": "The selected process's environment",
     "process_table.group": "Group the processes by GPU, or not",
