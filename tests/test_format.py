@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gputui.core.command_text import command_text, fit_command, short_command
+from gputui.core.command_text import command_text, fit_around, fit_command, short_command, window
 from gputui.core.format import (
     NA,
     cell_width,
@@ -226,7 +226,8 @@ VLLM = (
         ("python train.py --data /d --rank 5 --seed 1", 26, "train.py … --rank 5 …"),
         (VLLM, 30, "vllm serve … --port 8001 …"),
         (VLLM, 60, "vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8001 …"),
-        # Paths lose their directories, long file and module names their middle.
+        # Paths lose their directories, long file names in arguments their middle; the module
+        # a Python runs is its program, kept whole.
         (
             "python -m ipykernel_launcher -f /home/ana/.local/share/jupyter/runtime/"
             "kernel-a311c399-1193-4f6f-a608-a5384fc0a486.json",
@@ -235,8 +236,8 @@ VLLM = (
         ),
         (
             "python3 -m torch.distributed.run --nproc-per-node 8 finetune.py --rank 5",
-            40,
-            "torch…run … finetune.py --rank 5",
+            44,
+            "torch.distributed.run … finetune.py --rank 5",
         ),
         (
             "torchrun --nproc-per-node 8 train.py --local_rank 2 --bf16",
@@ -248,12 +249,11 @@ VLLM = (
             40,
             "tritonserver … --http-port 8005",
         ),
-        # Tighter still: the options that tell processes apart lose their dashes.
         (
             "/opt/serve/venv/bin/python -m serve.worker --model BAAI/bge-large-en-v1.5 "
             "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867",
-            39,
-            "serve.worker … local-rank=67 port=22867",
+            44,
+            "serve.worker … --local-rank=67 --port=22867",
         ),
         # A generic script name keeps the directory that names it.
         (
@@ -268,28 +268,38 @@ VLLM = (
             39,
             "celery -A tasks … --hostname=gpu-w79@%h",
         ),
-        # Tighter again: the program's name loses its middle before a value is cut ...
+        # Tighter: the options keep their dashes and the end is cut; the program's name is
+        # never cut in its middle.
         (
             "/opt/serve/venv/bin/python -m serve.worker --model BAAI/bge-large-en-v1.5 "
             "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867",
-            33,
-            "ser…er … local-rank=67 port=22867",
+            39,
+            "serve.worker … --local-rank=67 --port=…",
         ),
         (
             "python3 /srv/embed_server.py --config a.yaml --local-rank=7",
-            24,
-            "embe…r.py … local-rank=7",
+            30,
+            "embed_server.py … --local-ran…",
         ),
-        # ... then the last of those options gives way whole.
+        (
+            "python3 /srv/embed_server.py --config a.yaml --local-rank=7",
+            16,
+            "embed_server.py…",
+        ),
+        (
+            "python3 /srv/a_very_long_embedding_server_name.py --local-rank=7",
+            24,
+            "a_very_long_embedding_s…",
+        ),
         (
             "python -m serve.worker --local-rank=123 --port 9000 --model /models/bge",
             27,
-            "serve…rker local-rank=123 …",
+            "serve.worker --local-rank=…",
         ),
         # Whatever fits is shown unchanged (whitespace collapsed).
         ("python  train.py", 40, "python train.py"),
         # When even the essentials do not fit, the end is cut.
-        ("train.py --local-rank=3", 12, "train.py lo…"),
+        ("train.py --local-rank=3", 12, "train.py --…"),
         ("x" * 50, 10, "x" * 9 + "…"),
     ],
 )
@@ -335,3 +345,37 @@ def test_one_cell_each_is_sure_or_says_no(text: str, one_each: bool) -> None:
     assert one_cell_each(text) is one_each
     if one_each:
         assert cell_width(text) == len(text)
+
+
+def test_fit_around_keeps_a_filter_match_in_view() -> None:
+    """A filter's match in a part of the command that shortening leaves out is shown: the
+    program, a mark, and the command from the word that holds the match, cut at the right."""
+    command = (
+        "/opt/serve/venv/bin/python -m serve.worker --model BAAI/bge-large-en-v1.5 "
+        "--dtype bfloat16 --max-num-seqs 16 --local-rank=67 --port=22867"
+    )
+    assert "bfloat16" not in fit_command(command, 30)
+    # In an option's value: from the option on.
+    assert fit_around(command, 30, "bfloat") == "serve.worker … --dtype bfloat…"
+    assert fit_around(command, 30, "local-rank") == fit_command(command, 30)  # already shown
+    assert fit_around(command, 12, "bfloat") == "…bfloat16 -…"  # no room for the program
+    assert fit_around(command, 30, "nowhere") == fit_command(command, 30)
+    # In the interpreter's name: it goes before what fit_command keeps.
+    assert fit_around(TRAIN, 25, "python") == "python train.py … --loca…"
+    assert fit_around(TRAIN, 33, "python") == "python train.py … --local-rank=3"
+    for width in range(1, 60):
+        assert cell_width(fit_around(command, width, "max-num")) <= width
+    # Through command_text, the container tag goes first when it would hide the match.
+    shown = command_text(command, None, "5e277ec3818f", width=40, around="bfloat")
+    assert "bfloat16" in shown and not shown.startswith("[ctr")
+
+
+def test_window_scrolls_a_command_sideways() -> None:
+    text = "python train.py --config x.yaml"
+    assert window(text, 0, 12) == "python trai…"
+    assert window(text, 7, 12) == "…rain.py --…"
+    assert window(text, 20, 12) == "…fig x.yaml"  # the end
+    assert window(text, 40, 12) == "…"  # scrolled past it
+    assert window("名前 --rank 3", 1, 6) == "…前 -…"  # a wide character under the mark goes
+    for start in range(0, 40):
+        assert cell_width(window(text, start, 9)) <= 9

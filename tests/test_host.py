@@ -42,6 +42,19 @@ def test_enrich_fills_host_fields_and_keeps_gpu_fields() -> None:
     assert second.cpu_pct is not None and second.cpu_pct >= 0
 
 
+def test_enrich_names_the_parent(tmp_path) -> None:
+    """A child's parent is this test's process: the tree groups GPU processes under it."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        enricher = ProcessEnricher(host_pids=True)
+        (row,) = enricher.enrich([ProcessSample(pid=child.pid, gpu_index=0)])
+    finally:
+        child.kill()
+        child.wait()
+    assert row.ppid == os.getpid()
+    assert row.parent_name == psutil.Process().name()
+
+
 def test_vanished_pid_keeps_gpu_facts_without_error() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

@@ -86,6 +86,26 @@ def test_slow_tier_runs_on_its_own_period_and_its_fields_are_carried() -> None:
     assert len(sampler.history) == 7
 
 
+def test_refresh_now_with_processes_reads_them_at_the_next_poll() -> None:
+    """After a signal the process list is read again at once, not when the slow tier is due
+    (a killed process would otherwise stay listed with its memory for seconds)."""
+    backend = CountingBackend()
+    clock = FakeClock(1000.0)
+    sampler = Sampler(backend, interval=1.0, slow_interval=10.0, clock=clock)
+    sampler.poll()
+    clock.now += 1
+    sampler.poll()
+    assert backend.process_reads == 1
+    sampler.refresh_now(processes=True)
+    clock.now += 1
+    sampler.poll()
+    assert backend.process_reads == 2
+    clock.now += 1
+    sampler.poll()  # then the slow tier's own period again
+    assert backend.process_reads == 2
+    assert not sampler.local_processes  # nothing enriched from this machine's /proc
+
+
 def test_lost_gpu_drops_its_processes_and_keeps_others() -> None:
     backend = CountingBackend()
     clock = FakeClock(1000.0)

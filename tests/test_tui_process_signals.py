@@ -35,7 +35,8 @@ def offered(app: GpuTuiApp) -> bool:
     actions = {b.binding.action for b in app.screen.active_bindings.values()}
     footer = app.screen.query_one(KeyFooter).shown_keys
     help_rows = [description for _, description in key_rows(app.screen)]
-    in_footer, in_help = "k Signal" in footer, "Signal" in help_rows
+    in_footer = "k Signal" in footer
+    in_help = "Signal the tagged processes, or else the selected one" in help_rows
     assert ("signal" in actions) == in_footer == in_help
     return in_footer
 

@@ -82,11 +82,11 @@ async def test_rows_added_updated_removed() -> None:
 
         table.update_processes(snap(proc(10, mem=512 * MiB), proc(30, gpu=1, mem=3 * GiB)))
         await pilot.pause()
-        assert pids(table) == [30, 10]
+        assert pids(table) == [10, 30]  # grouped by GPU: GPU 0's first
         assert cell(table, "10:0", "gpu_mem") == fmt_bytes(512 * MiB)
         assert cell(table, "30:1", "gpu") == "1"
         assert table.row_count == 2  # PID 20 vanished without fuss
-        assert shown_pids(table) == [30, 10]
+        assert shown_pids(table) == [10, 30]
 
 
 async def test_cell_texts() -> None:
@@ -296,11 +296,14 @@ async def test_gpu_and_text_filters() -> None:
         table.text_filter = "foo"
         await pilot.pause()
         assert pids(table) == []
-        assert table.empty_text == "no processes match 'foo'"
-        assert table.plain_lines[1].strip() == "no processes match 'foo'"
+        assert table.empty_text == "no processes match “foo”"
+        assert table.plain_lines[1].strip() == "no processes match “foo”"
         table.text_filter = "[b"  # not markup
         await pilot.pause()
-        assert table.plain_lines[1].strip() == "no processes match '[b'"
+        assert table.plain_lines[1].strip() == "no processes match “[b”"
+        table.text_filter = "it's \\x"  # as typed: no escaping
+        await pilot.pause()
+        assert table.plain_lines[1].strip() == "no processes match “it's \\x”"
         table.text_filter = ""
         table.gpu_filter = 3
         await pilot.pause()
@@ -423,6 +426,7 @@ async def test_two_thousand_processes_scroll_sort_and_filter(monkeypatch) -> Non
     app = TableApp()
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.query_one(ProcessTable)
+        table.grouped = False  # by GPU memory across both GPUs
         table.update_processes(crowd(2000))
         await pilot.pause()
         assert table.row_count == 2000
@@ -546,6 +550,7 @@ async def test_job_pod_column_sorts_by_its_label() -> None:
     app = TableApp()
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.query_one(ProcessTable)
+        table.grouped = False
         table.update_processes(workloads())
         await pilot.pause()
         table.sort_by("workload")

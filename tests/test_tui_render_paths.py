@@ -168,6 +168,19 @@ async def test_dashboard_widgets_draw_as_textual_would(
         await pilot.pause()
         assert not table.has_focus
         assert compare_screen(app) == ON_THE_DASHBOARD
+        # Tagged rows, a tree's branches and filter matches (their own classes), focused or not.
+        await pilot.press("a")
+        table.focus()
+        table.toggle_tag()
+        table.tree_view = True
+        table.text_filter = "rank"
+        await pilot.press("end")  # a rank under torchrun's row
+        classes = {cls for line in table.line_pieces for _, cls in line}
+        assert {"meter--tagged", "meter--match", "meter--match-selected"} <= classes
+        assert compare_screen(app) == ON_THE_DASHBOARD
+        app.screen.set_focus(None)
+        await pilot.pause()
+        assert compare_screen(app) == ON_THE_DASHBOARD
 
 
 async def test_other_screens_draw_as_textual_would(sim_sampler) -> None:

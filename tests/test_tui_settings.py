@@ -14,6 +14,7 @@ from gputui.settings.model import Problem
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
 from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.screens.environ import EnvironScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen, key_rows
 from gputui.tui.screens.probe import ProbeScreen
@@ -108,6 +109,7 @@ def test_the_keymap_ids_are_the_dashboards_bindings() -> None:
         TopologyScreen,
         ProbeScreen,
         HelpScreen,
+        EnvironScreen,
     )
     bindings = {
         b.id: b.key for owner in owners for b in owner.BINDINGS if isinstance(b, Binding) and b.id

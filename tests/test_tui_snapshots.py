@@ -64,6 +64,49 @@ def test_mig_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(app, run_before=sort_by_gpu, terminal_size=(120, 40))
 
 
+# -- the process table: grouped by GPU, a tree, tags, the filter ---------------------------------
+
+
+def test_mig_grouped_80x24(snap_compare, sim_sampler) -> None:
+    """The MIG node's 28 processes grouped by GPU (each GPU's index bright on its first row),
+    by GPU memory within each; the header's right end: by GPU and where the cursor is."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(80, 24))
+
+
+def test_mig_grouped_120x40(snap_compare, sim_sampler) -> None:
+    """The same at 120x40: the GPU panels in a grid, the table grouped below them."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(120, 40))
+
+
+def test_mig_grouped_200x60(snap_compare, sim_sampler) -> None:
+    """A big terminal: a line for every one of the 28 processes (the charts give way to plain
+    panels to leave the table the lines it needs)."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(200, 60))
+
+
+def test_tree_with_tags_120x40(snap_compare, sim_sampler) -> None:
+    """Key f: the six ranks under torchrun's row (├─ └─), the others on their own; space on
+    torchrun's row tagged all six (● in the margin, "6 tagged" in the header)."""
+
+    async def tree_and_tags(pilot) -> None:
+        await pilot.press("f", "home", "space", "home")
+
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, run_before=tree_and_tags, terminal_size=(120, 40))
+
+
+def test_filter_typing_120x40(snap_compare, sim_sampler) -> None:
+    """/ then "8192" on the MIG node: the Filter: line with the text as typed, the filter's own
+    footer (enter, esc), and the matched text highlighted in each row, brought into view
+    (``--max-model-len 8192``) where the shortened command would have left it out."""
+
+    async def type_filter(pilot) -> None:
+        await pilot.press("slash", *"8192")
+
+    app = dashboard(sim_sampler, "mig")
+    assert snap_compare(app, run_before=type_filter, terminal_size=(120, 40))
+
+
 # -- health findings ------------------------------------------------------------------------------
 
 T0 = 1_700_000_000.0

@@ -1,6 +1,10 @@
 """A process's command line made short enough to show: the executable's directory dropped, the
-script or program name kept whole, flags that only tell replicas apart (ranks, ports, device
-ids) given up first, and what is cut marked with an ellipsis."""
+script or program name kept whole, the words between the program and the flags that tell
+replicas apart (ranks, ports, device ids) given up first, and what is cut marked with an
+ellipsis; when even that does not fit, the end is cut, never a name in its middle.
+
+Also the two other ways the process table shows a command: a window of it scrolled sideways
+(:func:`window`), and a form that keeps a filter's match in view (:func:`fit_around`)."""
 
 from __future__ import annotations
 
@@ -64,27 +68,19 @@ def _middle(name: str) -> str:
     return f"{name[:12]}{_ELLIPSIS}{name[-7:]}"
 
 
-def _short_module(module: str) -> str:
-    """``torch.distributed.run`` -> ``torch…run`` (a dotted name of three parts or more)."""
-    parts = module.split(".")
-    if len(parts) < 3 or len(module) <= _LONG_NAME // 2:
-        return module
-    return f"{parts[0]}{_ELLIPSIS}{parts[-1]}"
-
-
 def _script_name(path: str) -> tuple[str, str]:
-    """A script by its file name (and a shorter form), or with the directory that names it
-    when the file name is generic (``model.py``; version directories such as ``1`` kept on the
-    way), the shorter form being that directory alone."""
+    """A script by its file name, whole (``embed_server.py``), or with the directory that names
+    it when the file name is generic (``model.py``; version directories such as ``1`` kept on
+    the way), the shorter form being that directory alone."""
     parts = [p for p in path.split("/") if p]
     if not parts:
         return path, path
     if parts[-1] not in _GENERIC_SCRIPTS or len(parts) == 1:
-        return parts[-1], _middle(parts[-1])
+        return parts[-1], parts[-1]
     start = len(parts) - 2
     while start > 0 and parts[start].isdigit():
         start -= 1
-    return "/".join(parts[start:]), _middle(parts[start])
+    return "/".join(parts[start:]), parts[start]
 
 
 def _short_path(word: str, *, short: bool = False) -> str:
@@ -127,8 +123,8 @@ def _word_groups(words: list[str]) -> list[_Group]:
         while i < len(words) and words[i].startswith("-") and words[i] != "-":
             word = words[i]
             if word in ("-m", "-c") and i + 1 < len(words):
-                module = words[i + 1]
-                short = _short_module(module) if word == "-m" else _middle(module)
+                module = words[i + 1]  # the program: kept whole (torch.distributed.run)
+                short = module if word == "-m" else _middle(module)
                 groups.append(_Group(f"{word} {module}", _MUST, f"{word} {short}", module=True))
                 i += 2
                 program_seen = True
@@ -142,7 +138,7 @@ def _word_groups(words: list[str]) -> list[_Group]:
             program_seen = True
             i += 1
     # An interpreter whose script is shown matters less than the script's own words.
-    head = _Group(exe, _FILLER if program_seen else _MUST, _middle(exe))
+    head = _Group(exe, _FILLER if program_seen else _MUST)
     positional_run = True  # subcommands right after the program: "serve", "launch"
     positional = 0
     while i < len(words):
@@ -159,7 +155,6 @@ def _word_groups(words: list[str]) -> list[_Group]:
             short += f" {_short_path(value, short=True)}" if value else ""
             if _ID_FLAG.fullmatch(name):
                 rank = _MUST
-                short = short.lstrip("-")  # "local-rank=3" still says what it is
             elif _NAME_FLAG.fullmatch(name):
                 rank = _USEFUL
             else:
@@ -203,9 +198,10 @@ def _join_kept(groups: list[_Group], kept: dict[int, str]) -> str:
 
 def fit_command(command: str, width: int) -> str:
     """A command line in at most ``width`` cells, keeping what tells processes apart: the
-    program or script and options such as ``--local-rank=3`` or ``--port 8001``; interpreter
-    and file paths lose their directories, the middle gives way first (marked ``…``), then the
-    interpreter, then long names lose their middle, then the end is cut::
+    program or script, whole, and options such as ``--local-rank=3`` or ``--port 8001``;
+    interpreter and file paths lose their directories, the middle gives way first (marked
+    ``…``), then the interpreter, then long file names in arguments lose their middle, then the
+    end is cut::
 
         python -u train.py --config x.yaml --local-rank=3  ->  train.py … --local-rank=3
     """
@@ -236,20 +232,7 @@ def _fit(command: str, width: int) -> tuple[str, bool]:
         kept[index] = groups[index].short
         result = _join_kept(groups, kept)
     if cell_width(result) > width:
-        # The options that tell processes apart come after the program: its name loses its
-        # middle, then the last of them gives way (marked …), before a value is cut in two.
-        fewer = dict(kept)
-        while True:
-            squeezed = _squeeze_program(groups, fewer, width)
-            if squeezed is not None:
-                return squeezed, False
-            later = sorted(fewer)[1:]
-            if len(later) <= 1:
-                break
-            del fewer[later[-1]]
-            joined = _join_kept(groups, fewer)
-            if cell_width(joined) <= width:
-                return joined, False
+        # Even the essentials do not fit: the end is cut, never a name in its middle.
         return clip(result, width - 1) + _ELLIPSIS, False
     for rank in (_USEFUL, _FILLER):
         for index, group in enumerate(groups):
@@ -264,31 +247,83 @@ def _fit(command: str, width: int) -> tuple[str, bool]:
     return result, True
 
 
-_MIN_PROGRAM = 6
-"""Cells a squeezed program name keeps (``ser…er``: enough to recognise it beside its options)."""
+def _program(groups: list[_Group]) -> str:
+    """The program or script a command runs, as :func:`fit_command` shows it first."""
+    for group in groups:
+        if group.rank == _MUST:
+            return group.full.split(" ", 1)[1] if group.module else group.full
+    return groups[0].full
 
 
-def _squeeze_program(groups: list[_Group], kept: dict[int, str], width: int) -> str | None:
-    """The kept groups in ``width`` cells with the first (the program) cut in its middle, when
-    the others then fit whole; None when they do not, or the name is not plain ASCII."""
-    if len(kept) < 2:
-        return None  # nothing after the program to make room for
-    first = min(kept)
-    text, name = kept[first], groups[first].full  # cut from the whole name, not a short form
-    prefix = ""
-    if groups[first].module and 0 not in kept:
-        prefix, text = text.split(" ", 1)
-        prefix += " "
-        name = name.split(" ", 1)[1]
-    over = cell_width(_join_kept(groups, kept)) - width
-    room = cell_width(text) - over
-    text = name
-    if not text.isascii() or room < _MIN_PROGRAM or room >= len(text):
-        return None
-    tail = (room - 1) // 2
-    squeezed = f"{text[: room - 1 - tail]}{_ELLIPSIS}{text[len(text) - tail :] if tail else ''}"
-    result = _join_kept(groups, {**kept, first: prefix + squeezed})
-    return result if cell_width(result) <= width else None
+def _word_start(text: str, at: int) -> int:
+    """Where the word holding ``text[at]`` starts."""
+    return text.rfind(" ", 0, at) + 1
+
+
+def fit_around(command: str, width: int, needle: str) -> str:
+    """``command`` in ``width`` cells with the first match of ``needle`` (lower case) in view: as
+    :func:`fit_command` when that shows it; else the program, ``…`` and the command from the
+    word that holds the match, or from its option when it is an option's value
+    (``embed_server.py … --local-rank=29 --port 9000``), cut at the
+    right; or, with no room for the program, ``…`` and the command from that word. A match in
+    the first word (the interpreter) puts it before the fitted command (``python train.py …
+    --local-rank=3``)."""
+    fitted = fit_command(command, width)
+    text = " ".join(command.split())
+    at = text.lower().find(needle) if needle else -1
+    if at < 0 or needle in fitted.lower():
+        return fitted
+    start = _word_start(text, at)
+    if start == 0:  # in the program's own name (the interpreter): it, then the rest as fitted
+        head = text.split(" ", 1)[0]
+        name = head.rsplit("/", 1)[-1]
+        head = name if needle in name.lower() else head  # the match may be in its directory
+        return _cut(f"{head} {fit_command(text, max(width - cell_width(head) - 1, 1))}", width)
+    starts = [start]
+    option = _word_start(text, start - 1) if start > 1 else start
+    if text.startswith("-", option) and not text.startswith("-", start):
+        starts.insert(0, option)  # a value: from its option (--max-model-len 8192) if it fits
+    program = _program(_word_groups(text.split(" ")))
+    lead = f"{program} {_ELLIPSIS} "
+    if not text.startswith(program) and text.find(program) >= start:
+        lead = ""  # the program comes after the match (a launcher's options): no need to repeat
+    end = at + len(needle)
+    for first in starts:  # the option with its value, even without the program, if it fits
+        if lead and cell_width(lead) + cell_width(text[first:end]) <= width:
+            return _cut(lead + text[first:], width)
+        if 1 + cell_width(text[first:end]) <= width or first == starts[-1]:
+            return _cut(_ELLIPSIS + text[first:], width)
+    return fitted  # pragma: no cover - the loop returns on its last start
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, its end cut (marked ``…``) when it is longer."""
+    if cell_width(text) <= width:
+        return text
+    return clip(text, width - 1) + _ELLIPSIS if width > 0 else ""
+
+
+def _drop_cells(text: str, skip: int) -> str:
+    """``text`` without its first ``skip`` cells (a wide character cut in two is left out)."""
+    if text.isascii():
+        return text[skip:]
+    for i in range(len(text) + 1):
+        if cell_width(text[:i]) >= skip:
+            return text[i:]
+    return ""
+
+
+def window(text: str, start: int, width: int) -> str:
+    """``width`` cells of ``text`` from cell ``start`` on (a command scrolled sideways), with
+    ``…`` at each edge beyond which more of it lies."""
+    if width <= 0:
+        return ""
+    if start <= 0:
+        return _cut(text, width)
+    rest = _drop_cells(text, start + 1)  # the first cell shown is the mark
+    if not rest:
+        return _ELLIPSIS
+    return _ELLIPSIS + _cut(rest, width - 1)
 
 
 def command_text(
@@ -298,6 +333,7 @@ def command_text(
     *,
     short: bool = False,
     width: int | None = None,
+    around: str = "",
 ) -> str:
     """What a process is, in one line: ``[ctr 5e277ec3] python -u train.py ...``; :data:`NA`
     when neither its command line nor its name could be read. At most
@@ -306,7 +342,8 @@ def command_text(
 
     ``short``: the executable without its directory. ``width``: at most this many cells, the
     distinguishing parts kept (:func:`fit_command`); the container tag goes first when the
-    command does not fit beside it."""
+    command does not fit beside it. ``around`` (lower case, with a ``width``): keep this text
+    in view (a filter's match) as :func:`fit_around` does, when the command holds it."""
     known = command or name
     if not known:
         text = NA  # not shortened: "n/a" is no path
@@ -321,9 +358,11 @@ def command_text(
         return tag + text
     if tag:
         beside, complete = _fit(text, width - cell_width(tag))
-        if complete:
+        if complete and (not around or around in beside.lower() or around not in text.lower()):
             return tag + beside
+    if around:
+        return fit_around(text, width, around)
     return fit_command(text, width)
 
 
-__all__ = ["command_text", "fit_command", "short_command"]
+__all__ = ["command_text", "fit_around", "fit_command", "short_command", "window"]

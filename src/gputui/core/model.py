@@ -391,6 +391,10 @@ class ProcessSample:
     """The pod's name where this node shows it (the runtime's annotations, or the pod's
     ``etc-hosts`` kept by the kubelet)."""
     k8s_namespace: str | None = None
+    ppid: int | None = None
+    """The parent's PID (the process tree groups processes under it); None where not read."""
+    parent_name: str | None = None
+    """The parent's name (``torchrun``, ``bash``), read with ``ppid``."""
 
     def running_for(self, now: float) -> float | None:
         """Seconds since the process started, as of ``now`` (a snapshot's timestamp)."""

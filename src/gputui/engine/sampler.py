@@ -172,6 +172,8 @@ class Sampler:
         """Energy and idle accounting; its ``gpu_hour_price`` prices the idle GPUs on each
         snapshot's ``usage``."""
         self._last_slow: float | None = None
+        self._slow_next = False
+        """The next reading reads the slow tier too (the processes, after a signal)."""
         self._slow_fields: dict[int, dict[str, Any]] = {}
         self._processes: tuple[ProcessSample, ...] = ()
         self._process_errors: dict[int, str] = {}
@@ -295,8 +297,10 @@ class Sampler:
         slow = (
             self.playback is not None
             or self._last_slow is None
+            or self._slow_next
             or now - self._last_slow >= self.slow_interval - 1e-6
         )
+        self._slow_next = False
         gpus = self.backend.read_gpus(now, slow=slow)
         if slow:
             self._last_slow = now
@@ -430,9 +434,18 @@ class Sampler:
                 self._wake.clear()
                 next_due = time.monotonic()
 
-    def refresh_now(self) -> None:
-        """Poll as soon as the current poll (if any) finishes."""
+    def refresh_now(self, *, processes: bool = False) -> None:
+        """Poll as soon as the current poll (if any) finishes; ``processes``: that reading
+        reads the process list too, whenever the slow tier is due (after a signal)."""
+        if processes:
+            self._slow_next = True
         self._wake.set()
+
+    @property
+    def local_processes(self) -> bool:
+        """Whether the processes are this machine's (their host facts are read here): not a
+        simulated node's or a recording's."""
+        return self._enricher is not None
 
     def set_interval(self, interval: float) -> None:
         self.interval = max(interval, MIN_INTERVAL)

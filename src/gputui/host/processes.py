@@ -1,6 +1,7 @@
 """Host-side facts from psutil: the host strip (CPU, RAM, swap, load, uptime) and the host half of
-each GPU process row (user, name, command line, CPU %, RSS, start time, and what the process runs
-in: container, Kubernetes pod, Slurm job; see :mod:`gputui.host.attribution`).
+each GPU process row (user, name, command line, CPU %, RSS, start time, the parent's PID and name,
+and what the process runs in: container, Kubernetes pod, Slurm job; see
+:mod:`gputui.host.attribution`).
 
 psutil.Process objects are cached per PID because CPU % is measured between two calls on the same
 object; a PID that has vanished simply keeps its GPU-side facts and gets None for the host ones.
@@ -65,6 +66,8 @@ class _Known:
     start_time: float | None
     attribution: Attribution
     kernel_thread: bool
+    ppid: int | None = None
+    parent_name: str | None = None
 
 
 class ProcessEnricher:
@@ -163,6 +166,8 @@ class ProcessEnricher:
                     k8s_pod_uid=row.k8s_pod_uid or found.k8s_pod_uid,
                     k8s_pod_name=row.k8s_pod_name or found.k8s_pod_name,
                     k8s_namespace=row.k8s_namespace or found.k8s_namespace,
+                    ppid=row.ppid or known.ppid,
+                    parent_name=row.parent_name or known.parent_name,
                 )
             )
         return enriched
@@ -205,6 +210,7 @@ class ProcessEnricher:
                 start = process.create_time()
                 user = _safe(process.username)
                 uids = _safe(process.uids)
+                ppid = _safe(process.ppid)
             process.cpu_percent(None)  # prime: the next call measures from here
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             self._gone.add(pid)
@@ -216,9 +222,22 @@ class ProcessEnricher:
         kthread = bool(is_kernel_thread(pid, self.proc_root))
         uid = None if uids is None else uids.real
         attribution = self.attribution.read(pid, owner_uid=uid)
-        known = _Known(process, user, uid, name, command, start, attribution, kthread)
+        parent = _parent_name(ppid)
+        known = _Known(
+            process, user, uid, name, command, start, attribution, kthread, ppid or None, parent
+        )
         self._known[pid] = known
         return known
+
+
+def _parent_name(ppid: int | None) -> str | None:
+    """The parent's name (the process tree's label for processes that share it)."""
+    if not ppid:
+        return None
+    try:
+        return psutil.Process(ppid).name()[:MAX_NAME_CHARS]
+    except (psutil.Error, OSError):
+        return None
 
 
 def _safe(getter: Callable[[], T]) -> T | None:

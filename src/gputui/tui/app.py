@@ -46,6 +46,7 @@ from gputui.core.model import ProcessSample, Snapshot
 from gputui.core.playback import clamp_speed
 from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
 from gputui.health.rollup import NewFindings, where
+from gputui.host.environ import environ_reader
 from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
 from gputui.tui.commands import GpuCommands
@@ -100,7 +101,7 @@ class GpuTuiApp(App[None]):
         Binding("h", "health", "Health", id="health"),
         Binding("t", "topology", "Topology", id="topology"),
         Binding("p", "probe", "Probe", id="probe"),
-        Binding("space", "toggle_pause", "Pause", id="pause"),
+        Binding("space,Z", "toggle_pause", "Pause", id="pause"),
         Binding("plus,equals_sign", "slower", "Interval +", id="interval.up"),
         Binding("minus", "faster", "Interval −", id="interval.down"),
         Binding("r", "refresh_now", "Refresh", id="refresh"),
@@ -177,6 +178,7 @@ class GpuTuiApp(App[None]):
             sampler.history,
             readonly=readonly,
             health_enabled=sampler.health is not None,
+            environ_reader=environ_reader(sampler.local_processes),
         )
 
     def get_default_screen(self) -> Screen[None]:
@@ -606,8 +608,9 @@ class GpuTuiApp(App[None]):
         who = f"PID {message.process.pid}"
         if message.error is None:
             self.notify(f"sent {name} to {who}", timeout=4)
+            self.dashboard.signal_sent(message.process, message.sig)  # the row says so at once
             if self.start_sampler:
-                self.sampler.refresh_now()
+                self.sampler.refresh_now(processes=True)
         elif isinstance(message.error, SignalRefused):
             self.notify(str(message.error), title=f"{name} not sent", severity="warning")
         elif isinstance(message.error, ProcessLookupError):

@@ -185,6 +185,8 @@ class SimBackend(Backend):
                         k8s_pod_uid=p.k8s_pod_uid,
                         k8s_pod_name=p.k8s_pod_name,
                         k8s_namespace=p.k8s_namespace,
+                        ppid=p.ppid,
+                        parent_name=p.parent_name,
                     )
                 )
         out.sort(key=lambda s: (s.gpu_index, s.pid))

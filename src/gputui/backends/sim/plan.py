@@ -93,6 +93,9 @@ class ProcPlan:
     k8s_pod_uid: str | None = None
     k8s_pod_name: str | None = None
     k8s_namespace: str | None = None
+    ppid: int | None = None
+    parent_name: str | None = None
+    """The launcher that started it (``torchrun`` for the ranks of a training job)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +258,7 @@ def training_ranks(
     rss_gib: tuple[float, float] = (18.0, 30.0),
 ) -> list[ProcPlan]:
     pid = r.randrange(200_000, 3_000_000)  # torchrun's children come up one after another
+    launcher = pid  # torchrun itself: the ranks' parent
     procs = []
     for rank, gpu in enumerate(gpus):
         pid += r.randint(1, 3)
@@ -273,6 +277,8 @@ def training_ranks(
                 age_s=age_s,
                 start_s=start_s,
                 container_id=container,
+                ppid=launcher,
+                parent_name="torchrun",
             )
         )
     return procs

@@ -4,11 +4,15 @@ that button (tab, ← →) and enter. Cancel is the default button, so enter and
 Lower-case t, k and i choose nothing (k opened the dialog, t is Topology elsewhere): they say
 which key would. Keys that arrive within :data:`TYPE_AHEAD_S` of the dialog opening were typed
 before it could be read (key repeat, a double tap): they neither choose a signal nor move to
-another button."""
+another button.
+
+Given several processes (tagged on the dashboard), it lists every one of them, one a line, and
+the signal chosen goes to each."""
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 from time import monotonic
 from typing import ClassVar
 
@@ -21,7 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from gputui.core.command_text import command_text
-from gputui.core.format import NA, fmt_bytes, sanitize
+from gputui.core.format import NA, cell_width, clip, fmt_bytes, sanitize
 from gputui.core.model import ProcessSample
 
 TYPE_AHEAD_S = 0.3
@@ -48,6 +52,19 @@ def keys_text() -> Text:
             text.append(f"  {key} ", style="bold")
             text.append(words)
     return text
+
+
+LIST_WIDTH = 64
+"""Cells of one process's line in the list of several (the dialog's width less its frame)."""
+
+
+def process_line(process: ProcessSample, width: int = LIST_WIDTH) -> str:
+    """One process of several: PID, user, GPU, its GPU memory and as much command as fits."""
+    user = clip(sanitize(process.user or NA), 10)
+    head = f"{process.pid:>8}  {user:<10}  GPU {process.gpu_index:<2} "
+    head += f"{fmt_bytes(process.gpu_memory_bytes):>6}  "
+    room = max(width - cell_width(head), 8)
+    return head + command_text(process.command, process.name, process.container_id, width=room)
 
 
 _NUDGES = {
@@ -106,17 +123,26 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
 
     def __init__(
         self,
-        process: ProcessSample,
+        process: ProcessSample | Sequence[ProcessSample],
         *,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        """``process``: the one to signal, or several (each gets the signal chosen)."""
         super().__init__(name=name, id=id, classes=classes)
-        self.process = process
+        self.processes = (process,) if isinstance(process, ProcessSample) else tuple(process)
+        if not self.processes:
+            raise ValueError("no process to signal")
+        self.process = self.processes[0]
         self._opened_at = monotonic()
 
-    def compose(self) -> ComposeResult:
+    def _details(self) -> tuple[str, Text]:
+        """The dialog's title and what it says about the process (or each process)."""
+        if len(self.processes) > 1:
+            details = Text(f"{'PID':>8}  {'USER':<10}  GPU    {'MEM':>6}  COMMAND\n", "bold")
+            details.append("\n".join(process_line(p) for p in self.processes))
+            return f"Send a signal to these {len(self.processes)} processes?", details
         proc = self.process
         details = Text()
         for label, value in (
@@ -128,8 +154,12 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
             details.append(f"{label:<9}", style="bold")
             details.append(f"{value}\n")
         details.rstrip()
+        return f"Send a signal to PID {proc.pid}?", details
+
+    def compose(self) -> ComposeResult:
+        title, details = self._details()
         with Vertical(id="confirm-dialog"):
-            yield Label(f"Send a signal to PID {proc.pid}?", id="confirm-title")
+            yield Label(title, id="confirm-title", markup=False)
             yield Static(details, id="confirm-details")
             yield Static(keys_text(), id="confirm-keys")
             with Horizontal(id="confirm-buttons"):  # the default first, Kill last

@@ -5,7 +5,16 @@ created once (references cached at construction), inside ``App.batch_update()``,
 repaint only the cells that changed. The layout (compact rows, framed panels, panels with charts or
 roomy panels, how many columns and how tall) is chosen from the terminal size and the GPU count
 on resize, never per tick: in a big terminal the panels take every line the process table does
-not need, with charts that grow with them.
+not need, with charts that grow with them. The table needs a line for each process (and its
+header), up to half the terminal: the charts shrink for it, and give way to plain panels when they
+cannot shrink more. When the number of processes changes, the layout is chosen again (it changes
+only when that moves the line between them).
+
+Keys for the processes: ``/`` opens the filter (a line of its own with a ``Filter:`` label, and a
+footer that says what enter and esc do while typing), space tags the process under the cursor
+(not in ``--readonly`` or a replay: there space pauses, or plays), ``U`` clears the tags, ``k``
+signals the tagged processes (or the one under the cursor) after the confirmation dialog, ``e``
+shows the selected process's environment.
 """
 
 from __future__ import annotations
@@ -18,24 +27,26 @@ from typing import ClassVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Container
+from textual.containers import Container, Horizontal
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 
 from gputui.core.history import History
 from gputui.core.model import NodeInfo, ProcessSample, Snapshot
 from gputui.core.usage import idle_summary
 from gputui.health.rollup import gpu_status, node_summary
+from gputui.host.environ import EnvironReader
 from gputui.host.pidns import namespace_note
-from gputui.tui.messages import ProcessHighlighted, SignalRequested
+from gputui.tui.messages import ProcessHighlighted
 from gputui.tui.permissions import signal_refusal
 from gputui.tui.replay import ReplayStatus
+from gputui.tui.screens.process_actions import ask_to_signal
 from gputui.tui.widgets.findings_strip import FindingsStrip
 from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
-from gputui.tui.widgets.process_table import ProcessTable
+from gputui.tui.widgets.process_table import ProcessTable, launcher_note
 from gputui.tui.widgets.title_bar import TitleBar
 
 try:  # built on Textual internals (pinned exactly); without it, panels still work, less frugally
@@ -61,6 +72,10 @@ FIXED_LINES = 3
 """Title bar, host strip, footer."""
 NORMAL_MIN_TABLE = 6
 ROOMY_MIN_TABLE = 10
+FILTER_FOOTER_TEXT = (
+    " typing a filter: PID, user, command, job or pod  ·  enter keep it and go back to the "
+    "table  ·  esc clear it"
+)
 
 
 @dataclass(frozen=True)
@@ -72,17 +87,23 @@ class Layout:
     panel_height: int = 1
 
 
-def choose_layout(width: int, height: int, gpus: int) -> Layout:
+def table_lines(height: int, processes: int) -> int:
+    """Lines the process table asks for beside roomy panels or charts: its header and a line
+    for each process, up to half the terminal, and at least :data:`ROOMY_MIN_TABLE`."""
+    return max(ROOMY_MIN_TABLE, min(processes + 1, height // 2))
+
+
+def choose_layout(width: int, height: int, gpus: int, processes: int = 0) -> Layout:
     """Roomy panels (one or two GPUs) or panels with charts (more GPUs) when they fit with a
-    useful process table, as tall as the terminal allows; framed panels when those fit;
-    compact rows otherwise; a message when the terminal is too small for anything."""
+    process table of :func:`table_lines`, as tall as the terminal allows; framed panels when
+    those fit; compact rows otherwise; a message when the terminal is too small for anything."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         return Layout("too-small")
     n = max(gpus, 1)
     cols = max(1, min(n, width // PANEL_MIN_WIDTH))
     rows = math.ceil(n / cols)
     if width >= PANEL_MIN_WIDTH:
-        room = height - FIXED_LINES - ROOMY_MIN_TABLE
+        room = height - FIXED_LINES - table_lines(height, processes)
         if n <= 2 and room // rows >= ROOMY_MIN_HEIGHT:
             return Layout("roomy", cols, room // rows)
         chart_cols = max(1, min(n, (width + 1) // (CHART_PANEL_MIN_WIDTH + 1)))
@@ -106,6 +127,9 @@ class DashboardScreen(Screen[None]):
         Binding("a", "select_gpu(None)", "All GPUs", id="gpu.all"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("enter", "details", "Details", id="details"),
+        Binding("space", "tag", "Tag", id="tag"),
+        Binding("U", "untag_all", "Untag all", show=False, id="untag"),
+        Binding("e", "environ", "Env", id="environ"),
         Binding("k", "signal", "Signal", id="signal"),
         # k where no signal is offered (host PIDs in a container, PID 1, PID 2, a kernel thread):
         # says why, out of the footer and the help.
@@ -120,7 +144,9 @@ class DashboardScreen(Screen[None]):
         *,
         readonly: bool = False,
         health_enabled: bool = False,
+        environ_reader: EnvironReader | None = None,
     ) -> None:
+        """``environ_reader``: reads a process's environment (key e); None: not offered."""
         super().__init__(id="dashboard")
         if span_compositor is not None:
             span_compositor.install(self)
@@ -128,6 +154,7 @@ class DashboardScreen(Screen[None]):
         self.history = history
         self.readonly = readonly
         self.health_enabled = health_enabled
+        self.environ_reader = environ_reader
         """Show health badges: a monitor is attached, or a snapshot has carried findings. Without
         either, no badge is drawn (an ``ok`` badge would claim checks that never ran)."""
         self.gpu_filter: int | None = None
@@ -147,11 +174,15 @@ class DashboardScreen(Screen[None]):
         self.findings_strip = FindingsStrip(id="findings-strip")
         self.process_table = ProcessTable(id="processes")
         self.filter_input = Input(
-            placeholder="filter processes by PID, user, command, job or pod "
-            "(Enter: done, Esc: clear)",
-            id="filter",
-            compact=True,
+            placeholder="PID, user, command, job or pod", id="filter", compact=True
         )
+        self.filter_bar = Horizontal(
+            Label("Filter:", id="filter-label"), self.filter_input, id="filter-bar"
+        )
+        self.filter_footer = Static(FILTER_FOOTER_TEXT, id="filter-footer", markup=False)
+        """The footer while the filter is typed in (the keys' footer is hidden then)."""
+        self.key_footer = KeyFooter()
+        self._process_count = 0
         self.pid_note = Static("", id="pid-note", markup=False)
         """Why the processes show host PIDs only (gputui in a container); hidden otherwise."""
         self._pid_note_for: NodeInfo | None = None
@@ -168,12 +199,14 @@ class DashboardScreen(Screen[None]):
             yield self.findings_strip
             yield self.pid_note
             yield self.process_table
-            yield self.filter_input
+            yield self.filter_bar
         yield self.too_small
-        yield KeyFooter()
+        yield self.filter_footer
+        yield self.key_footer
 
     def on_mount(self) -> None:
-        self.filter_input.display = False
+        self.filter_bar.display = False
+        self.filter_footer.display = False
         self.findings_strip.display = False
         self._show_pid_note()
         self._relayout(self.app.size.width, self.app.size.height)
@@ -183,7 +216,7 @@ class DashboardScreen(Screen[None]):
         self._relayout(event.size.width, event.size.height)
 
     def _relayout(self, width: int, height: int) -> None:
-        choice = choose_layout(width, height, len(self.panels))
+        choice = choose_layout(width, height, len(self.panels), self._process_count)
         if choice == self.layout_choice:
             return
         self.layout_choice = choice
@@ -247,6 +280,9 @@ class DashboardScreen(Screen[None]):
             if snapshot.processes is not self._shown_processes or not table.is_mounted:
                 table.update_processes(snapshot)
                 self._shown_processes = snapshot.processes if table.is_mounted else None
+                if len(snapshot.processes) != self._process_count:
+                    self._process_count = len(snapshot.processes)
+                    self._relayout(self.app.size.width, self.app.size.height)
             self._show_pid_note()
             self._offer_signal()
 
@@ -300,7 +336,7 @@ class DashboardScreen(Screen[None]):
         self.select_gpu(None if event.index == self.gpu_filter else event.index)
 
     def action_filter(self) -> None:
-        self.filter_input.display = True
+        self.filter_bar.display = True
         self.filter_input.focus()
 
     @on(Input.Changed, "#filter")
@@ -310,14 +346,27 @@ class DashboardScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         if not event.value.strip():
-            self.filter_input.display = False
+            self.filter_bar.display = False
         self.process_table.focus()
 
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._typing(event.widget is self.filter_input)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        if event.widget is self.filter_input:
+            self._typing(False)
+
+    def _typing(self, typing: bool) -> None:
+        """While the filter is typed in, its own footer (enter, esc) instead of the keys'."""
+        if self.filter_footer.display != typing:
+            self.filter_footer.display = typing
+            self.key_footer.display = not typing
+
     def action_clear_filters(self) -> None:
-        if self.filter_input.value or self.filter_input.display:
+        if self.filter_input.value or self.filter_bar.display:
             self.filter_input.value = ""
             self.process_table.text_filter = ""
-            self.filter_input.display = False
+            self.filter_bar.display = False
             self.process_table.focus()
         elif self.gpu_filter is not None:
             self.select_gpu(None)
@@ -325,11 +374,19 @@ class DashboardScreen(Screen[None]):
     # -- processes ---------------------------------------------------------------------------------
 
     def action_details(self) -> None:
-        process = self.process_table.selected_process
+        process = self._selected_or_say()
+        if process is not None:
+            self.open_details(process)
+
+    def _selected_or_say(self) -> ProcessSample | None:
+        """The process under the cursor; else None, said (no rows, or a tree's parent row)."""
+        table = self.process_table
+        process = table.selected_process
         if process is None:
-            self.app.notify("no process selected", timeout=2)
-            return
-        self.open_details(process)
+            launcher = table.selected_launcher
+            note = launcher_note(launcher) if launcher is not None else "no process selected"
+            self.app.notify(note, timeout=3)
+        return process
 
     @on(ProcessTable.Selected)
     def _process_selected(self, event: ProcessTable.Selected) -> None:
@@ -339,25 +396,50 @@ class DashboardScreen(Screen[None]):
     def open_details(self, process: ProcessSample) -> None:
         from gputui.tui.screens.process_detail import ProcessDetailScreen
 
-        screen = ProcessDetailScreen(process, self.history)
+        screen = ProcessDetailScreen(
+            process,
+            self.history,
+            readonly=self.readonly,
+            pid_namespace=self.node.pid_namespace,
+            environ_reader=self.environ_reader,
+        )
         self.app.push_screen(screen)
         latest = self.latest
         if latest is not None:
             screen.update_snapshot(latest)
 
+    def action_environ(self) -> None:
+        """The selected process's environment (e, as in nvitop)."""
+        process = self._selected_or_say()
+        if process is None:
+            return
+        from gputui.tui.screens.environ import EnvironScreen, no_reader
+
+        self.app.push_screen(EnvironScreen(process, self.environ_reader or no_reader))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # In --readonly the signal action is hidden from the footer and disabled; where gputui
-        # never signals the process under the cursor, k only says why.
+        # never signals the process under the cursor, k only says why. Tags are for signals:
+        # without them space goes on to pause the display (or play the replay).
         if action == "signal":
             return not self.readonly and self.why_no_signal() is None
         if action == "signal_refused":
             return not self.readonly and self.why_no_signal() is not None
+        if action == "tag":
+            return not self.readonly
+        if action == "untag_all":  # in the help even with no tag yet (None: shown, disabled)
+            return False if self.readonly else True if self.process_table.tags else None
+        if action == "environ":
+            return self.environ_reader is not None
         return True
 
     def why_no_signal(self) -> str | None:
         """Why the process under the cursor is never signalled (None: it may be, the user's
-        rights aside)."""
-        return signal_refusal(self.process_table.selected_process, self.node.pid_namespace)
+        rights aside). With tagged processes, k signals those: only the PID namespace counts."""
+        table = self.process_table
+        if table.tags:
+            return signal_refusal(None, self.node.pid_namespace)
+        return signal_refusal(table.selected_process, self.node.pid_namespace)
 
     def _offer_signal(self) -> None:
         """Show or hide k in the footer when what the cursor is on changes that."""
@@ -375,29 +457,43 @@ class DashboardScreen(Screen[None]):
         if reason is not None:
             self.app.notify(reason, title="no signal", severity="warning")
 
+    def action_tag(self) -> None:
+        """Tag (or untag) the process under the cursor, for one signal to every tagged one."""
+        table = self.process_table
+        if table.selected is None:
+            self.app.notify("no process selected", timeout=2)
+            return
+        table.toggle_tag()
+        self.refresh_bindings()
+        self._offer_signal()
+
+    def action_untag_all(self) -> None:
+        self.process_table.clear_tags()
+        self.refresh_bindings()
+        self._offer_signal()
+
     def action_signal(self) -> None:
         if self.readonly:
             return
         if self.why_no_signal() is not None:  # k is not offered then; any other way here
             self.action_signal_refused()
             return
-        process = self.process_table.selected_process
-        if process is None:
-            self.app.notify("no process selected", timeout=2)
-            return
-        from gputui.tui.permissions import can_signal
+        table = self.process_table
+        processes = table.tagged_processes
+        if not processes:
+            process = self._selected_or_say()
+            if process is None:
+                return
+            processes = [process]
+        ask_to_signal(
+            self, processes, readonly=self.readonly, pid_namespace=self.node.pid_namespace
+        )
 
-        allowed, reason = can_signal(process)
-        if not allowed:
-            self.app.notify(reason or "not allowed", title=f"PID {process.pid}", severity="warning")
-            return
-        from gputui.tui.screens.confirm_signal import ConfirmSignalScreen
-
-        def chosen(sig: signal.Signals | None) -> None:
-            if sig is not None:
-                self.post_message(SignalRequested(process, sig))
-
-        self.app.push_screen(ConfirmSignalScreen(process), chosen)
+    def signal_sent(self, process: ProcessSample, sig: signal.Signals) -> None:
+        """The app sent ``sig`` to ``process``: the row says so at once (until the next reading
+        of the processes shows what became of it)."""
+        self.process_table.mark_signalled(process, sig.name)
+        self.refresh_bindings()
 
 
-__all__ = ["TOO_SMALL_TEXT", "DashboardScreen", "Layout", "choose_layout"]
+__all__ = ["TOO_SMALL_TEXT", "DashboardScreen", "Layout", "choose_layout", "table_lines"]

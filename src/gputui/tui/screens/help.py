@@ -88,12 +88,26 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
     (
         "Processes",
         "GPU processes: GPU, PID, user, type (C compute, G graphics), GPU memory, SM %, CPU %, "
-        "host RSS, running time and command. A long command is shortened in the middle, "
-        "keeping the script and what tells processes apart (--local-rank=3, --port 8001); "
-        "enter shows it whole. JOB / POD (when the table has room): the Slurm job, Kubernetes "
-        "pod or container a process runs in; / matches it too. A process in a MIG instance shows "
-        "it after its GPU: 3·g7 is GPU instance 7 of GPU 3. Click a header to sort by it; ↑ ↓, "
-        "page up/down, home and end move through thousands of rows.",
+        "host RSS, running time and command, grouped by GPU (g: not grouped; the GPU's index is "
+        "bright on its first row) and sorted by the column whose header has the arrow within "
+        "each; f (or F5) shows them as a tree, each under its parent, and processes that share "
+        "a parent that uses no GPU (the ranks torchrun started) under a row for it. The header's "
+        "right end says how they are arranged, how many are tagged and where the cursor is (12 "
+        "of 2,000). A long command is shortened in the middle, keeping the script or program "
+        "whole and what tells processes apart (--local-rank=3, --port 8001), its end cut when "
+        "even that does not fit; ← → scroll the commands sideways (then shown whole), ^ and $ "
+        "go to the start and to the end of the selected one; enter shows it whole. / filters: "
+        "what it matched is highlighted, and a match in a part of the command that would be "
+        "cut, or in a job, pod or name no column shows, is brought into view. Space tags a "
+        "process (● in the margin; on a tree's parent row, all of its processes; U untags "
+        "them all) and k signals every tagged one after the same confirmation; without tags, the "
+        "one under the cursor (also from its details). A signalled process says so at once and "
+        "the process list is read again; one that has exited says exited. e shows a process's "
+        "environment (your own processes only, unless root). JOB / POD (when the table has "
+        "room): the Slurm job, Kubernetes pod or container a process runs in. A process in a "
+        "MIG instance shows it after its GPU: 3·g7 is GPU instance 7 of GPU 3. The sorted-by "
+        "column stays in view in a narrow table. Click a header to sort by it; ↑ ↓, page "
+        "up/down, home and end move through thousands of rows. Where space tags, Z pauses.",
     ),
 )
 
@@ -116,6 +130,8 @@ KEY_NAMES = {
     "greater_than_sign": ">",
     "comma": ",",
     "full_stop": ".",
+    "circumflex_accent": "^",
+    "dollar_sign": "$",
 }
 
 HELP_DESCRIPTIONS = {
@@ -130,8 +146,22 @@ HELP_DESCRIPTIONS = {
     "replay.faster": "Replay: double the speed",
     "record": "Start/stop recording to a file",
     "probe": "Run the probe",
+    "tag": "Tag / untag the process (k then signals every tagged one)",
+    "signal": "Signal the tagged processes, or else the selected one",
+    "untag": "Untag every process",
+    "environ": "The selected process's environment",
+    "process_table.group": "Group the processes by GPU, or not",
+    "process_table.tree": "The processes as a tree (parents above their children), or not",
+    "process_table.command_left": "Scroll the commands left",
+    "process_table.command_right": "Scroll the commands right (shown whole)",
+    "process_table.command_start": "The commands from their start",
+    "process_table.command_end": "Scroll to the end of the selected command",
 }
 """Longer words than the footer's, by binding id."""
+
+
+HELP_ALSO = ("gpu.", "clear", "replay.", "untag", "process_table.command_")
+"""Binding ids listed in the help though the footer leaves them out."""
 
 
 def _key_text(keys: str) -> str:
@@ -148,7 +178,7 @@ def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
         if binding.action.startswith("select_gpu(") and key.isdigit():
             digits.append(key)
             continue
-        if not (binding.show or (binding.id or "").startswith(("gpu.", "clear", "replay."))):
+        if not (binding.show or (binding.id or "").startswith(HELP_ALSO)):
             continue
         description = HELP_DESCRIPTIONS.get(binding.id or "") or (
             binding.description or binding.action.replace("_", " ")

@@ -6,6 +6,10 @@ to the GPU's memory (or a round number above the largest value when that is unkn
 100 %, CPU% up to 100 % or a round number above the largest value (several cores), host RSS up
 to a round number a tenth or more above the largest value. The scale is labelled with its unit
 at the top and bottom, the time axis under the chart (one reading a column).
+
+``k`` signals the process through the same confirmation dialog as the dashboard
+(:mod:`gputui.tui.screens.process_actions`; not with ``--readonly``, in a replay, or once the
+process has exited), ``e`` shows its environment.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from gputui.core.command_text import command_text
 from gputui.core.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.core.history import History
 from gputui.core.mig import instance_label, instances_by_uuid
-from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.core.model import MigDeviceInfo, PidNamespace, ProcessSample, Snapshot
+from gputui.host.environ import EnvironReader
 from gputui.host.workload import attribution_rows
+from gputui.tui.permissions import signal_refusal
+from gputui.tui.screens.process_actions import ask_to_signal
 from gputui.tui.widgets.charts import Chart, Fetch, chart_block, history_fetch, nice_ceiling
 from gputui.tui.widgets.footer import KeyFooter
 from gputui.tui.widgets.line_widget import (
@@ -160,6 +167,8 @@ class ProcessDetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="process_detail.close"),
         Binding("q", "close", "Close", show=False, id="process_detail.close_q"),
+        Binding("k", "signal", "Signal", id="process_detail.signal"),
+        Binding("e", "environ", "Env", id="process_detail.environ"),
     ]
 
     def __init__(
@@ -168,13 +177,21 @@ class ProcessDetailScreen(Screen[None]):
         history: History,
         *,
         gpu_memory: float | None = None,
+        readonly: bool = True,
+        pid_namespace: PidNamespace | None = None,
+        environ_reader: EnvironReader | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        """``readonly``: no signal (k); ``pid_namespace``: the node's (no signal to host PIDs
+        from a container); ``environ_reader``: reads the environment (e; None: not offered)."""
         super().__init__(name=name, id=id, classes=classes)
         self.process = process
         self.history = history
+        self.readonly = readonly
+        self.pid_namespace = pid_namespace
+        self.environ_reader = environ_reader
         self.gpu_memory = gpu_memory
         """The memory of the process's GPU (the top of its GPU memory chart), when known."""
         self.exited = False
@@ -225,6 +242,35 @@ class ProcessDetailScreen(Screen[None]):
     def action_close(self) -> None:
         self.dismiss(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "signal":
+            return not self.readonly and not self.exited and self.why_no_signal() is None
+        if action == "environ":
+            return self.environ_reader is not None
+        return True
+
+    def why_no_signal(self) -> str | None:
+        """Why gputui never signals this process (see :func:`signal_refusal`)."""
+        return signal_refusal(self.process, self.pid_namespace)
+
+    def action_signal(self) -> None:
+        if self.readonly:
+            return
+        reason = self.why_no_signal()
+        if self.exited:
+            reason = f"PID {self.process.pid} has exited: nothing to signal"
+        if reason is not None:
+            self.app.notify(reason, title="no signal", severity="warning")
+            return
+        ask_to_signal(self, [self.process], readonly=False, pid_namespace=self.pid_namespace)
+
+    def action_environ(self) -> None:
+        if self.environ_reader is None:
+            return
+        from gputui.tui.screens.environ import EnvironScreen
+
+        self.app.push_screen(EnvironScreen(self.process, self.environ_reader))
+
     # --- rendering --------------------------------------------------------------------------------
 
     def _set(self, widget: Label | Static, key: str, content: str | Text) -> None:
@@ -247,7 +293,9 @@ class ProcessDetailScreen(Screen[None]):
         )
         status = "process exited" if self.exited else "running"
         self._set(self._status, "status", Text(status))
-        self._status.set_class(self.exited, "-exited")
+        if self._status.has_class("-exited") != self.exited:
+            self._status.set_class(self.exited, "-exited")
+            self.refresh_bindings()  # no k once it has exited
         self._set(self._info, "info", self._info_text())
         for plot in PLOTS:
             self._render_plot(plot)

@@ -65,6 +65,11 @@ PLOT_TEMP = "meter--plot-temp"
 PAUSED = "meter--paused"
 ALARM = "meter--alarm"
 """Something is wrong right now (the driver is not answering): bold, reversed, in red."""
+MATCH = "meter--match"
+"""The text a filter matched (underlined), and the same on the highlighted row."""
+MATCH_SELECTED = "meter--match-selected"
+TAGGED = "meter--tagged"
+"""A row tagged for a signal to several processes at once."""
 
 COMPONENT_CLASSES: frozenset[str] = frozenset(
     {
@@ -93,6 +98,9 @@ COMPONENT_CLASSES: frozenset[str] = frozenset(
         PLOT_POWER,
         PLOT_TEMP,
         PAUSED,
+        MATCH,
+        MATCH_SELECTED,
+        TAGGED,
     }
 )
 
@@ -334,6 +342,11 @@ class LineWidget(Widget):
     def plain_lines(self) -> list[str]:
         """The text of each line as last built (handy in tests)."""
         return list(self._texts)
+
+    @property
+    def line_pieces(self) -> list[Line]:
+        """The ``(text, class)`` pieces of each line as last built (handy in tests)."""
+        return [list(line) for line in self._pieces]
 
     # -- internals ---------------------------------------------------------------------------------
 

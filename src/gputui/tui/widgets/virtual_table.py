@@ -156,6 +156,10 @@ class VirtualTable(LineWidget, Generic[T], can_focus=True):
         """``items`` in the order rows with equal sort values keep."""
         return items
 
+    def arrange_rows(self, rows: list[T]) -> list[T]:
+        """The sorted rows in the order shown (grouped, or as a tree); by default as sorted."""
+        return rows
+
     def cell(self, spec: ColumnSpec[T], item: T, width: int) -> str:
         """A cell's text, at most ``width`` cells (clipped with an ellipsis)."""
         text = spec.render(item)
@@ -179,6 +183,21 @@ class VirtualTable(LineWidget, Generic[T], can_focus=True):
 
     def header_gap_class(self) -> str:
         return ""
+
+    def header_status(self, room: int) -> str:
+        """Text at the right end of the header line, at most ``room`` cells ('' for none)."""
+        return ""
+
+    def header_status_class(self) -> str:
+        return LABEL
+
+    def row_mark(self, item: T) -> tuple[str, str] | None:
+        """A one-cell mark in a row's margin (a tag), and its class; None for a blank."""
+        return None
+
+    def cell_pieces(self, spec: ColumnSpec[T], item: T, text: str, on_cursor: bool) -> Line:
+        """A cell's aligned ``text`` as pieces (a subclass may highlight part of it)."""
+        return [(text, self.cell_class(spec, item, on_cursor))]
 
     def cell_class(self, spec: ColumnSpec[T], item: T, on_cursor: bool) -> str:
         if on_cursor:
@@ -300,7 +319,7 @@ class VirtualTable(LineWidget, Generic[T], can_focus=True):
         rows = sort_items(
             self.in_tiebreak_order(items), lambda item: value_of(spec, item), self._sort_reverse
         )
-        self._rows.replace(rows, self._page_rows())
+        self._rows.replace(self.arrange_rows(rows), self._page_rows())
         self.rebuild()
         self._tell_cursor()
 
@@ -425,7 +444,7 @@ class VirtualTable(LineWidget, Generic[T], can_focus=True):
     def build_lines(self, width: int, height: int) -> list[Line]:
         layout = self._layout_at(width)
         room = self._room(layout, width)  # the rows' cells, left of the scroll bar
-        lines: list[Line] = [self._header_line(layout, max(layout.width, width))]
+        lines: list[Line] = [self._header_line(layout, max(layout.width, width), room)]
         rows = self._rows
         page = height - 1
         if not rows.rows:
@@ -441,25 +460,41 @@ class VirtualTable(LineWidget, Generic[T], can_focus=True):
             self._draw_scrollbar(lines, width, page)
         return lines
 
-    def _header_line(self, layout: TableLayout[T], room: int) -> Line:
+    def _header_line(self, layout: TableLayout[T], room: int, visible: int) -> Line:
+        """The column titles; :meth:`header_status` at the right end of the ``visible`` cells."""
         gap_cls = self.header_gap_class()
         line: Line = [(" " * layout.margin, gap_cls)]
+        label = ""
         for i, (spec, width) in enumerate(zip(layout.columns, layout.widths, strict=True)):
             if i:
                 line.append((" " * layout.gap, gap_cls))
             sorted_by = spec.key == self._sort_column
             label = _aligned(self.header_text(spec, self._arrow(spec.key)), width, spec.numeric)
             line.append((label, self.header_class(spec, sorted_by)))
+        # The status goes after the last title's text, two blanks from it and one from the edge.
+        used = sum(cells(text) for text, _ in line) - (len(label) - len(label.rstrip()))
+        right = visible + self._left
+        status = self.header_status(right - used - 3)
+        if status and label:
+            line[-1] = (label.rstrip(), line[-1][1])
+            line.append((" " * (right - used - cells(status) - 1), gap_cls))
+            line.append((status, self.header_status_class()))
         return _filled(line, room, gap_cls)
 
     def _row_line(self, item: T, layout: TableLayout[T], on_cursor: bool, room: int) -> Line:
         gap_cls = self.gap_class(on_cursor)
-        line: Line = [(" " * layout.margin, gap_cls)]
+        mark = self.row_mark(item) if layout.margin else None
+        if mark is None:
+            line: Line = [(" " * layout.margin, gap_cls)]
+        else:
+            line = [(mark[0], gap_cls if on_cursor else mark[1])]
+            if layout.margin > 1:
+                line.append((" " * (layout.margin - 1), gap_cls))
         for i, (spec, width) in enumerate(zip(layout.columns, layout.widths, strict=True)):
             if i:
                 line.append((" " * layout.gap, gap_cls))
             text = _aligned(self.cell(spec, item, width), width, spec.numeric)
-            line.append((text, self.cell_class(spec, item, on_cursor)))
+            line.extend(self.cell_pieces(spec, item, text, on_cursor))
         return _filled(line, room, gap_cls)
 
     def _draw_scrollbar(self, lines: list[Line], width: int, page: int) -> None:
