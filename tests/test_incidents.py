@@ -433,6 +433,22 @@ def test_a_slow_disk_never_stalls_the_readings(tmp_path, monkeypatch) -> None:
     assert len(problems) == 1 and problems[0].startswith("the disk is behind: ")
 
 
+def test_a_failing_report_does_not_end_the_writer(tmp_path) -> None:
+    said: list[str] = []
+
+    def written(incident) -> None:
+        said.append(incident.path)
+        if len(said) == 1:
+            raise OSError("stderr is gone")
+
+    watcher = IncidentWatcher(tmp_path, IncidentPolicy(before_s=1, after_s=2), on_written=written)
+    for s in judged(readings([], 15, {1: xid(T + 1, 48), 10: xid(T + 10, 79)})):
+        watcher.observe(s)
+    assert watcher.close()
+    assert len(said) == 2 and [i.path for i in watcher.written] == said
+    assert [str(p) for p in incident_files(tmp_path)] == said
+
+
 # -- the commands ----------------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import math
 import os
 import re
@@ -47,6 +48,8 @@ from gputui.core.record import Recorder, snapshot_line
 from gputui.health.rollup import finding_key, sorted_findings
 from gputui.health.rules import EVENT_RULES
 from gputui.settings.model import IncidentSettings
+
+log = logging.getLogger(__name__)
 
 _DEFAULTS = IncidentSettings()
 DEFAULT_BEFORE_S = _DEFAULTS.before
@@ -214,7 +217,7 @@ class Incident:
     dropped: int = 0
     """Readings left out: the writer was too far behind."""
     error: str | None = None
-    """Why the file could not be written (then it is not kept)."""
+    """Why the file could not be written (what was written before stays, and replays)."""
     done: bool = False
 
     @property
@@ -381,6 +384,9 @@ class IncidentWatcher:
                 queue.busy = True
             try:
                 self._do(job, recorders)
+            except Exception:  # a bug must not end the writer: later incidents still get files
+                log.exception("writing an incident file failed")
+                job.incident.error = job.incident.error or "internal error (see the log)"
             finally:
                 with queue.cv:
                     queue.size -= job.size
@@ -408,8 +414,8 @@ class IncidentWatcher:
                 recorder.close()
                 incident.done = True
                 self._written(incident)
-        except OSError as exc:  # what was written stays: it replays up to its last line
-            incident.error = os_reason(exc)
+        except (OSError, ValueError) as exc:  # what was written stays: it replays up to there
+            incident.error = os_reason(exc) if isinstance(exc, OSError) else str(exc)
             stale = recorders.pop(key, None)
             if stale is not None:
                 with contextlib.suppress(OSError):
@@ -455,7 +461,10 @@ class IncidentWatcher:
         except OSError as exc:
             self._say("prune", f"cannot tidy {self.directory}: {os_reason(exc)}")
         if self.on_written is not None:
-            self.on_written(incident)
+            try:
+                self.on_written(incident)
+            except Exception:  # the file is written; saying so failed (a closed stderr)
+                log.exception("reporting an incident file failed")
 
     def _say(self, kind: str, text: str) -> None:
         if kind in self._said:
