@@ -34,14 +34,17 @@ def fake_clock_sampler(
     interval: float = 1.0,
     seed: int = 0,
     gpu_hour_price: float | None = None,
+    lost_after_s: float | None = None,
 ) -> Sampler:
     """An opened Sampler over the simulated ``scenario`` on a :class:`FakeClock` (``.clock``),
     after ``polls`` polls one ``interval`` apart (history filled, ``latest`` set). The clock is
-    left at the time of the next poll, so ``sampler.poll()`` continues the series."""
+    left at the time of the next poll, so ``sampler.poll()`` continues the series.
+    ``lost_after_s``: when the ``faulty`` scenario's GPU 3 falls off the bus."""
     from gputui.backends.sim import SimBackend
 
     clock = FakeClock(t)
-    backend = SimBackend(scenario, seed=seed)
+    lost = {} if lost_after_s is None else {"lost_after_s": lost_after_s}
+    backend = SimBackend(scenario, seed=seed, **lost)
     settings = Settings(gpu_hour_price=gpu_hour_price)
     sampler = sampler_for(
         backend, backend.open(), interval=interval, clock=clock, judge="none", settings=settings

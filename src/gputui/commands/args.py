@@ -65,6 +65,14 @@ def duration(text: str) -> float:
     return value
 
 
+def window(text: str) -> float:
+    """A window around an incident: a duration from 1 s to 1 h."""
+    value = duration(text)
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("give a window from 1s to 1h")
+    return value
+
+
 def between(lo: float, hi: float) -> Callable[[str], float]:
     """A number from ``lo`` to ``hi`` (a trailing ``%`` is allowed)."""
 
@@ -142,6 +150,39 @@ def add_replay(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
+def add_incidents(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--incidents DIR``, ``--before`` and ``--after`` (record, export): ``what`` carries on
+    ("the recording", "the export")."""
+    group = parser.add_argument_group(
+        "incidents",
+        "when a failure begins (an XID, a lost GPU, a link down...), write the readings from "
+        f"--before to --after it as a recording in DIR, while {what} goes on",
+    )
+    group.add_argument(
+        "--incidents",
+        metavar="DIR",
+        default=None,
+        help="where incident files go (made if missing; at most incidents.max_files and "
+        "incidents.max_bytes of them, the oldest removed first)",
+    )
+    group.add_argument(
+        "--before",
+        type=window,
+        default=None,
+        metavar="DURATION",
+        help="readings kept from before the failure: 30s, 2m... (default: incidents.before in "
+        "the config file, else 60s)",
+    )
+    group.add_argument(
+        "--after",
+        type=window,
+        default=None,
+        metavar="DURATION",
+        help="readings written after it; a failure within that time joins the same file and "
+        "moves its end (default: incidents.after, else 30s)",
+    )
+
+
 def add_interval(parser: argparse.ArgumentParser, text: str) -> None:
     """``--interval`` after a sub-command's name: it overrides the one given before."""
     parser.add_argument(
@@ -152,6 +193,7 @@ def add_interval(parser: argparse.ArgumentParser, text: str) -> None:
 __all__ = [
     "REPLAY_HELP",
     "add_common",
+    "add_incidents",
     "add_interval",
     "add_price",
     "add_replay",
@@ -162,4 +204,5 @@ __all__ = [
     "interval",
     "parsed",
     "timeout",
+    "window",
 ]

@@ -2,7 +2,8 @@
 ``/metrics``, until Ctrl-C or SIGTERM.
 
 Needs the ``export`` extra (``prometheus-client``), imported only when the command runs: without
-it the command says how to install it and exits 2."""
+it the command says how to install it and exits 2. ``--incidents DIR`` also writes the minutes
+around each failure that begins as a recording (:mod:`gputui.engine.incidents`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
+from gputui.commands import incident_files
 from gputui.commands.common import REAL, Common, Seams, UsageError
+from gputui.commands.incident_files import IncidentOptions
 from gputui.commands.output import error
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
@@ -39,6 +42,11 @@ class ExportOptions:
     """The DCGM metric names published (``--dcgm-names``, ``export.dcgm_names``)."""
     settings: Settings = field(default_factory=Settings)
     """The price of a GPU-hour and the health thresholds."""
+    incidents: IncidentOptions | None = None
+    """``--incidents DIR``: a recording around each failure that begins."""
+
+
+PROG = "gputui export"
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -69,6 +77,7 @@ def add_parser(commands: SubParsers) -> None:
         "migration (default: export.dcgm_names in the config file, else legacy)",
     )
     arg.add_price(export, suppress=True)
+    arg.add_incidents(export, "the export")
 
 
 def options(args: argparse.Namespace, common: Common) -> ExportOptions:
@@ -79,6 +88,7 @@ def options(args: argparse.Namespace, common: Common) -> ExportOptions:
         interval=common.interval,
         dcgm_names=common.settings.export.dcgm_names,
         settings=common.settings,
+        incidents=incident_files.incident_options(args, common.settings),
     )
 
 
@@ -129,6 +139,15 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sampler = session.sampler
+    watching = None
+    if options.incidents is not None:
+        carry_on = "; exporting without them"
+        why = incident_files.unusable(options.incidents)
+        if why is None:
+            watching = incident_files.watcher(PROG, options.incidents, "; the export carries on")
+            sampler.add_listener(watching)
+        else:
+            incident_files.refused(PROG, options.incidents, why, carry_on)
     try:
         registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
         sampler.poll()  # the first scrape shows a reading
@@ -145,6 +164,8 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
             signal.signal(signal.SIGTERM, previous)
         server.stop()
         session.close()
+        if watching is not None:
+            incident_files.finish(PROG, watching)
     return EXIT_OK
 
 

@@ -4,7 +4,10 @@ Ctrl-C, as a recording for ``--replay`` (see :mod:`gputui.core.record`).
 A bare file name goes in the ``record_dir`` setting's directory, and without FILE the recording
 is named as the dashboard's key R names one, ``gputui-HOST-DATE-TIME.jsonl.gz``, there. FILE is
 created, never opened through a symbolic link or as a device (:mod:`gputui.core.files`);
-``--force`` replaces a regular file, and only once the new recording's header is written."""
+``--force`` replaces a regular file, and only once the new recording's header is written.
+
+``--incidents DIR`` also writes the minutes around each failure that begins as a recording of
+its own (:mod:`gputui.engine.incidents`); with it and no FILE, only those are written."""
 
 from __future__ import annotations
 
@@ -15,20 +18,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
+from gputui.commands import incident_files
 from gputui.commands.common import Common, UsageError
+from gputui.commands.incident_files import IncidentOptions
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.core.files import check_target, default_record_path, in_directory, os_reason
 from gputui.core.format import fmt_clock
-from gputui.core.model import Snapshot
-from gputui.core.record import Recorder, fmt_size
+from gputui.core.model import Snapshot, Stall
+from gputui.core.record import Recorder, fmt_size, snapshot_line
 from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
 
+PROG = "gputui record"
 EXIT_WRITE_FAILED = 1
 """Writing failed part-way; what was written is still a readable recording."""
 
@@ -36,9 +42,9 @@ EXIT_WRITE_FAILED = 1
 def _refused(path: str, exc: OSError) -> int:
     """The message for a FILE that cannot be created; exit 2."""
     if isinstance(exc, FileExistsError):
-        error(f"gputui record: {path} exists (use --force to overwrite it)")
+        error(f"{PROG}: {path} exists (use --force to overwrite it)")
     else:
-        error(f"gputui record: cannot write {path}: {os_reason(exc)}")
+        error(f"{PROG}: cannot write {path}: {os_reason(exc)}")
     return EXIT_USAGE
 
 
@@ -46,13 +52,16 @@ def _refused(path: str, exc: OSError) -> int:
 class RecordOptions:
     spec: BackendSpec
     path: str | None
-    """None: named as the dashboard names a recording, in ``settings.record_dir``."""
+    """None: named as the dashboard names a recording, in ``settings.record_dir``; with
+    :attr:`incidents`, no recording but the incident files."""
     seed: int = 0
     interval: float = 1.0
     duration: float | None = None
     force: bool = False
     settings: Settings = field(default_factory=Settings)
     """The recording directory, the price of a GPU-hour and the health thresholds."""
+    incidents: IncidentOptions | None = None
+    """``--incidents DIR``: a file around each failure that begins."""
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -69,7 +78,8 @@ def add_parser(commands: SubParsers) -> None:
         nargs="?",
         metavar="FILE",
         help="where to write, e.g. node.jsonl.gz; a bare name goes in the record_dir setting's "
-        "directory (default: gputui-HOST-DATE-TIME.jsonl.gz there)",
+        "directory (default: gputui-HOST-DATE-TIME.jsonl.gz there; with --incidents: none, "
+        "only the incident files)",
     )
     arg.add_interval(record, "seconds between readings (default: 1)")
     record.add_argument(
@@ -80,6 +90,7 @@ def add_parser(commands: SubParsers) -> None:
     )
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     arg.add_price(record, suppress=True)
+    arg.add_incidents(record, "the recording")
 
 
 def options(args: argparse.Namespace, common: Common) -> RecordOptions:
@@ -94,38 +105,65 @@ def options(args: argparse.Namespace, common: Common) -> RecordOptions:
         duration=args.duration,
         force=args.force,
         settings=common.settings,
+        incidents=incident_files.incident_options(args, common.settings),
     )
 
 
 def run(options: RecordOptions) -> int:
-    """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used, 1 when
-    writing failed part-way."""
+    """Exit 0 when done (Ctrl-C included), 2 when the backend or FILE cannot be used (or, with
+    only incident files to write, their directory), 1 when writing failed part-way."""
     interval, duration, settings = options.interval, options.duration, options.settings
+    incidents = options.incidents
     path = None if options.path is None else in_directory(options.path, settings.record_dir)
     if path is not None:
         try:
             check_target(path, replace=options.force)  # before opening; created safely below
         except OSError as exc:
             return _refused(path, exc)
+    to_file = path is not None or incidents is None
+    if incidents is not None:
+        why = incident_files.unusable(incidents)
+        if why is not None:
+            carry_on = "" if not to_file else "; recording without them"
+            incident_files.refused(PROG, incidents, why, carry_on)
+            if not to_file:
+                return EXIT_USAGE  # nothing else to write
+            incidents = None
     session = open_or_report(options.spec, seed=options.seed, interval=interval, settings=settings)
     if session is None:
         return EXIT_NO_GPU
-    if path is None:
+    if path is None and to_file:
         path = str(default_record_path(session.node.hostname, settings.record_dir))
-    try:
-        recorder = Recorder(path, node=session.node, replace=options.force)
-    except OSError as exc:  # nothing is left behind: a replaced file is still there
-        session.close()
-        return _refused(path, exc)
+    recorder = None
+    if path is not None:
+        try:
+            recorder = Recorder(path, node=session.node, replace=options.force)
+        except OSError as exc:  # nothing is left behind: a replaced file is still there
+            session.close()
+            return _refused(path, exc)
+    watching = None
+    if incidents is not None:
+        carry_on = "; the recording carries on" if recorder is not None else "; carrying on"
+        watching = incident_files.watcher(PROG, incidents, carry_on)
     failed: list[Exception] = []
     done = threading.Event()
-    unanswered: list[Snapshot] = []
+    readings = 0
+    unanswered = 0
+    first_stall: Stall | None = None
 
     def write(snapshot: Snapshot) -> None:
-        if snapshot.stall is not None:
-            unanswered.append(snapshot)  # written too: a replay shows the gap as it was
+        nonlocal readings, unanswered, first_stall
+        readings += 1
+        if snapshot.stall is not None:  # written too: a replay shows the gap as it was
+            unanswered += 1
+            first_stall = first_stall or snapshot.stall
+        line = snapshot_line(snapshot)  # encoded once for the file and the incidents' ring
+        if watching is not None:
+            watching.observe(snapshot, line)
+        if recorder is None:
+            return
         try:
-            recorder.write(snapshot)
+            recorder.write_line(line)
         except (OSError, ValueError) as exc:  # a full disk: stop, keep what was written
             failed.append(exc)
             done.set()
@@ -135,9 +173,13 @@ def run(options: RecordOptions) -> int:
     node = session.node
     until = f" for {duration:g} s" if duration else " until Ctrl-C"
     gpus = f"{len(node.gpus)} GPU{'s' if len(node.gpus) != 1 else ''}"
+    where = f" to {path}" if path is not None else ""
+    if incidents is not None:
+        both = path is not None
+        where += f"{' and' if both else ', only'} incidents to {incidents.directory}"
     error(
         f"gputui: recording {node.hostname} ({gpus}, {session.backend.name}) "
-        f"every {interval:g} s to {path}{until}"
+        f"every {interval:g} s{where}{until}"
     )
     deadline = None if duration is None else time.monotonic() + duration
     try:
@@ -151,25 +193,28 @@ def run(options: RecordOptions) -> int:
         pass
     finally:
         session.close()
-        try:
-            recorder.close()  # the gzip trailer can meet a full disk too
-        except OSError as exc:
-            failed.append(exc)
-    size = recorder.bytes_written
-    emit(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")
-    if unanswered:
-        stall = unanswered[0].stall
-        assert stall is not None
+        if recorder is not None:
+            try:
+                recorder.close()  # the gzip trailer can meet a full disk too
+            except OSError as exc:
+                failed.append(exc)
+    if recorder is not None:
+        size = recorder.bytes_written
+        emit(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")
+    incidents_written = watching is None or incident_files.finish(PROG, watching)
+    if first_stall is not None:
         error(
-            f"gputui record: {len(unanswered)} of the {recorder.count} readings are missing: "
-            f"{session.backend.name} did not answer from {fmt_clock(stall.since)} "
+            f"{PROG}: {unanswered} of the {readings} readings are missing: "
+            f"{session.backend.name} did not answer from {fmt_clock(first_stall.since)} "
             "(those lines repeat the last values, marked as not answered)"
         )
     if failed:
         first = failed[0]
         reason = os_reason(first) if isinstance(first, OSError) else str(first)
-        error(f"gputui record: writing {path} failed: {reason}")
+        error(f"{PROG}: writing {path} failed: {reason}")
         return EXIT_WRITE_FAILED
+    if recorder is None and not incidents_written:
+        return EXIT_WRITE_FAILED  # the incident files were all there was to write
     return EXIT_OK
 
 

@@ -23,6 +23,8 @@ OPTIONS = {
     "health.expect_gpus": "expect_gpus",
     "health.xid_window_hours": "xid_window",
     "export.dcgm_names": "dcgm_names",
+    "incidents.before": "before",
+    "incidents.after": "after",
 }
 """Setting -> the attribute its option sets on the parsed arguments (None: not given)."""
 

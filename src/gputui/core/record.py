@@ -200,6 +200,18 @@ class Recorder:
 
     __call__ = write  # usable as ``sampler.add_listener(recorder)``
 
+    def write_line(self, line: str) -> None:
+        """Append a reading already encoded by :func:`snapshot_line` (a ring of recent
+        readings keeps them so). Needs the header written (``node`` given); raises as
+        :meth:`write` does."""
+        with self._lock:
+            if self.closed:
+                return
+            if not self._header_written:
+                raise ValueError("write_line needs the header: give the Recorder its node")
+            self._write_line(line)
+            self.count += 1
+
     @property
     def bytes_written(self) -> int:
         """Bytes written to the file so far (compressed size for gzip)."""

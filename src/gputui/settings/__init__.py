@@ -13,6 +13,7 @@ from gputui.settings.model import (
     LIGHT_THEME,
     ExportSettings,
     HealthSettings,
+    IncidentSettings,
     Problem,
     Settings,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "LIGHT_THEME",
     "ExportSettings",
     "HealthSettings",
+    "IncidentSettings",
     "Problem",
     "Settings",
     "config_path",

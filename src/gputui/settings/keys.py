@@ -11,16 +11,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gputui.core.metric_names import DCGM_NAMES
-from gputui.settings.model import DEFAULT_INTERVAL, DEFAULT_THEME, ExportSettings, HealthSettings
+from gputui.settings.model import (
+    DEFAULT_INTERVAL,
+    DEFAULT_THEME,
+    ExportSettings,
+    HealthSettings,
+    IncidentSettings,
+)
 
-Kind = Literal["number", "integer", "bool", "text", "rules", "choice"]
+Kind = Literal["number", "integer", "bool", "text", "rules", "choice", "duration"]
 
 CONFIG_ENV = "GPUTUI_CONFIG"
 DASHBOARD = "dashboard"
 """The command name of ``gputui`` without a sub-command."""
 READING = frozenset({DASHBOARD, "snapshot", "export", "record"})
 """Commands that read the GPUs through a session (price, health rules)."""
-TABLES = ("health", "export", "keymap")
+TABLES = ("health", "export", "incidents", "keymap")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -57,6 +63,11 @@ class Key:
             return what
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
+        if self.kind == "duration":
+            what = 'seconds or a duration ("90s", "10m", "1h")'
+            if self.low is not None and self.high is not None:
+                return f"{what} from {self.low:g} to {self.high:g} s"
+            return what
         return {
             "bool": "true or false",
             "text": "a string",
@@ -82,7 +93,24 @@ class Key:
             return value.strip()
         if self.kind == "choice":
             return self._choice(value)
+        if self.kind == "duration":
+            return self._duration(value)
         return _rules(value)
+
+    def _duration(self, value: object) -> float:
+        """Seconds as a number, or a duration as the options take it (``"90s"``, ``"1m30s"``)."""
+        from gputui.core.record import parse_duration
+
+        if isinstance(value, str):
+            try:
+                value = parse_duration(value)
+            except ValueError:
+                raise ValueError(f"expected {self.expected()}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected {self.expected()}")
+        if not math.isfinite(value) or not self._in_range(float(value)):
+            raise ValueError(f"expected {self.expected()}")
+        return float(value)
 
     def _choice(self, value: object) -> str:
         # ``dcgm_names = 4.7`` unquoted is a TOML float: the word it spells is meant
@@ -101,6 +129,8 @@ class Key:
             if word in _TRUE or word in _FALSE:
                 return word in _TRUE
             raise ValueError(f"{text!r} is not 1/0, true/false, yes/no or on/off")
+        if self.kind == "duration":
+            return self.check(text)
         if self.kind in ("number", "integer"):
             try:
                 value: object = float(text) if self.kind == "number" else int(text)
@@ -136,6 +166,8 @@ def _price(text: str) -> object:
 
 _HEALTH = HealthSettings()
 _HEALTH_USERS = READING | {"check"}
+_INCIDENTS = IncidentSettings()
+_INCIDENT_USERS = frozenset({"record", "export"})
 
 KEYS: tuple[Key, ...] = (
     Key(
@@ -260,6 +292,43 @@ KEYS: tuple[Key, ...] = (
         option="--dcgm-names",
         commands=frozenset({"export"}),
         choices=tuple(DCGM_NAMES),
+    ),
+    Key(
+        "incidents.before",
+        "duration",
+        _INCIDENTS.before,
+        'seconds (or "2m") of readings an incident file holds before the failure that starts it',
+        low=1,
+        high=3600,
+        option="--before",
+        commands=_INCIDENT_USERS,
+    ),
+    Key(
+        "incidents.after",
+        "duration",
+        _INCIDENTS.after,
+        "... and after it (a failure within that window moves the end)",
+        low=1,
+        high=3600,
+        option="--after",
+        commands=_INCIDENT_USERS,
+    ),
+    Key(
+        "incidents.max_files",
+        "integer",
+        _INCIDENTS.max_files,
+        "incident files kept in the directory (the oldest of them removed first)",
+        low=1,
+        high=100_000,
+        commands=_INCIDENT_USERS,
+    ),
+    Key(
+        "incidents.max_bytes",
+        "integer",
+        _INCIDENTS.max_bytes,
+        "... and the bytes they may take in all",
+        low=1 << 20,
+        commands=_INCIDENT_USERS,
     ),
 )
 

@@ -24,6 +24,7 @@ from gputui.settings.model import (
     DEFAULT,
     ExportSettings,
     HealthSettings,
+    IncidentSettings,
     Problem,
     Settings,
 )
@@ -91,6 +92,12 @@ def load_settings(
             ignore=frozenset(cast("frozenset[str]", values["health.ignore"])),
         ),
         export=ExportSettings(dcgm_names=cast("DcgmNames", values["export.dcgm_names"])),
+        incidents=IncidentSettings(
+            before=cast(float, values["incidents.before"]),
+            after=cast(float, values["incidents.after"]),
+            max_files=cast(int, values["incidents.max_files"]),
+            max_bytes=cast(int, values["incidents.max_bytes"]),
+        ),
         keymap=tuple(sorted(keymap.items())),
         config_file=str(path),
         config_found=found,

@@ -62,6 +62,20 @@ class ExportSettings:
     """dcgm-exporter's legacy names, DCGM 4.7's, or both (:data:`DCGM_NAMES`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class IncidentSettings:
+    """The ``[incidents]`` table: the windows around an incident and the directory's bounds
+    (``record`` and ``export`` with ``--incidents DIR``)."""
+
+    before: float = 60.0
+    """Seconds of readings kept before the finding that starts an incident."""
+    after: float = 30.0
+    """Seconds of readings written after it (later findings move the end)."""
+    max_files: int = 50
+    max_bytes: int = 500 << 20
+    """The incident files kept in the directory, oldest removed first."""
+
+
 Origin = Literal["file", "env"]
 
 
@@ -88,6 +102,7 @@ class Settings:
     readonly: bool = False
     health: HealthSettings = field(default_factory=HealthSettings)
     export: ExportSettings = field(default_factory=ExportSettings)
+    incidents: IncidentSettings = field(default_factory=IncidentSettings)
     keymap: tuple[tuple[str, str], ...] = ()
     """(binding id, keys) pairs, for ``App.set_keymap``."""
     config_file: str | None = field(default=None, compare=False)
@@ -121,6 +136,7 @@ __all__ = [
     "LIGHT_THEME",
     "ExportSettings",
     "HealthSettings",
+    "IncidentSettings",
     "Origin",
     "Problem",
     "Settings",
