@@ -225,3 +225,24 @@ def test_the_exporter_labels_findings_with_their_action() -> None:
         for s in families["gputui_health_findings"].samples
     }
     assert by_rule[("gpu_lost", "3")] == "reboot" and by_rule[("throttle", "5")] == "drain"
+
+
+# -- on screen -------------------------------------------------------------------------------------
+
+
+async def test_the_process_detail_says_why_its_gpu_is_slow() -> None:
+    from textual.app import App
+
+    from gputui.tui.screens.process_detail import ProcessDetailScreen
+
+    sampler = fake_clock_sampler("straggler", polls=3)
+    snapshot = sampler.latest
+    assert snapshot is not None
+    process = next(p for p in snapshot.processes if p.gpu_index == 3)
+    async with App().run_test(size=(120, 40)) as pilot:
+        screen = ProcessDetailScreen(process, sampler.history)
+        await pilot.app.push_screen(screen)
+        screen.update_snapshot(snapshot)
+        await pilot.pause()
+        info = str(screen.query_one("#detail-info").render())
+        assert "GPU speed" in info and "HW thermal" in info and "% of max" in info

@@ -193,6 +193,8 @@ class ProcessDetailScreen(Screen[None]):
         self.pid_namespace = pid_namespace
         self.environ_reader = environ_reader
         self.gpu_memory = gpu_memory
+        self.gpu_performance: str | None = None
+        """The line saying why its GPU is as fast as it is (``GpuSample.performance``)."""
         """The memory of the process's GPU (the top of its GPU memory chart), when known."""
         self.exited = False
         self.instance: MigDeviceInfo | None = None
@@ -236,6 +238,10 @@ class ProcessDetailScreen(Screen[None]):
         gpu = snapshot.sample(self.process.gpu_index)
         if gpu is not None and gpu.memory_total_bytes:
             self.gpu_memory = gpu.memory_total_bytes
+        # why its GPU is as fast as it is (the process may be what is slow)
+        self.gpu_performance = (
+            None if gpu is None or gpu.performance is None else gpu.performance.text
+        )
         if self.is_mounted:
             self._render_all()
 
@@ -312,6 +318,8 @@ class ProcessDetailScreen(Screen[None]):
             ("User", sanitize(proc.user or NA)),
             ("GPU", gpu),
         ]
+        if self.gpu_performance:
+            rows.append(("GPU speed", sanitize(self.gpu_performance)))
         if proc.mig_uuid:
             rows.append(("MIG device", sanitize(proc.mig_uuid)))
         rows.append(("Type", _TYPE_WORDS.get(proc.type, str(proc.type))))
