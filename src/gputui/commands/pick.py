@@ -314,10 +314,11 @@ def _run(options: PickOptions, seams: Seams) -> int:
             )
             waited = seams.monotonic() - started
     if judgement.stalled:
-        during = " while waiting for free GPUs" if waited is not None else ""
-        error(
-            f"gputui pick: {session.backend.name} stopped answering{during} (a driver call hangs)"
+        name = session.backend.name
+        during = (
+            "; it stopped answering while pick waited for free GPUs" if waited is not None else ""
         )
+        error(f"gputui pick: {name} is not answering (a driver call hangs){during}")
         return EXIT_FAILED
     return _report(judgement.result, node, selection, options, seams, waited=waited)
 
