@@ -27,6 +27,8 @@ from gputui.backends.sim import SimBackend
 from gputui.commands import interrupt, pick
 from gputui.commands.common import Common, Seams
 from gputui.commands.pick import PickOptions
+from gputui.commands.pick_wait import brief, waiting_line
+from gputui.core.choosing import Judged, Pick
 from gputui.core.model import GpuSample, NodeInfo
 from gputui.engine.session import BackendSpec
 
@@ -378,3 +380,25 @@ def test_bad_wait_arguments_exit_2(capsys, argv, message) -> None:
         cli.main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        ("busy: utilization up to 87 % over 2.0 s (--max-util 10)", "busy (87 % util)"),
+        ("held: 30.0G in use (a free GPU holds at most 1 GiB; ...)", "held (30.0G in use)"),
+        ("lost: GPU is lost (fell off the bus)", "lost"),
+        ("unhealthy: GPU 5: XID 79 [xid]", "unhealthy"),
+        ("in MIG mode: a job names a MIG instance's UUID there, not the GPU", "in MIG mode"),
+        ("50.0G free, needs 60.0G (--min-free)", "50.0G free, needs 60.0G"),
+        ("PID 1 (eve) started 1m00s ago (--idle-for 5m00s)", "PID 1 (eve) started 1m00s ago"),
+        ("PID 3: start time unknown (--idle-for)", "PID 3: start time unknown"),
+    ],
+)
+def test_the_waiting_line_says_each_reason_in_a_few_words(reason, said) -> None:
+    judged = Judged(3, (reason, "a second reason is left out"), peak_util_pct=87.0)
+    assert brief(judged) == said
+    line = waiting_line(Pick((), (judged, Judged(4)), 2), 90)
+    assert line == (
+        f"gputui pick: waiting up to 1m30s for 2 free GPUs (1 qualifies now): GPU 3 {said}"
+    )

@@ -300,18 +300,7 @@ def _run(options: PickOptions, seams: Seams) -> int:
         judgement = Judgement(window, reader.judge(window))
         waited = None
         if _should_wait(judgement, options):
-            assert options.wait_s is not None
-            if _talkative(options, seams):
-                error(waiting_line(judgement.result, options.wait_s))
-            until = started + options.wait_s
-            judgement = wait_for_pick(
-                judgement,
-                reader,
-                until=until,
-                poll_s=options.poll_s,
-                monotonic=seams.monotonic,
-                sleep=seams.sleep,
-            )
+            judgement = _wait(judgement, reader, options, seams, started=started)
             waited = seams.monotonic() - started
     if judgement.stalled:
         name = session.backend.name
@@ -321,6 +310,23 @@ def _run(options: PickOptions, seams: Seams) -> int:
         error(f"gputui pick: {name} is not answering (a driver call hangs){during}")
         return EXIT_FAILED
     return _report(judgement.result, node, selection, options, seams, waited=waited)
+
+
+def _wait(
+    first: Judgement, reader: Reader, options: PickOptions, seams: Seams, *, started: float
+) -> Judgement:
+    """``--wait``: say so (to a person), then read until the pick is complete or time is up."""
+    assert options.wait_s is not None
+    if _talkative(options, seams):
+        error(waiting_line(first.result, options.wait_s))
+    return wait_for_pick(
+        first,
+        reader,
+        until=started + options.wait_s,
+        poll_s=options.poll_s,
+        monotonic=seams.monotonic,
+        sleep=seams.sleep,
+    )
 
 
 def _reader(
