@@ -4,7 +4,7 @@
   ``--replay``, ``--seed``) and the run's :class:`~gputui.settings.model.Settings` (interval,
   price, theme, read-only, health thresholds: config file, environment and options in one),
   read from the command line in one place (:meth:`Common.from_args`).
-- :class:`Seams`: the outside world a command reads and writes (clock, sleep, environment,
+- :class:`Seams`: the outside world a command reads and writes (clocks, sleep, environment,
   output stream, kernel log ...), the real ones by default; tests pass their own.
 - :class:`Command`: the module of a sub-command, ``add_parser`` / ``options`` / ``run``.
 """
@@ -83,6 +83,8 @@ class Seams:
 
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    """What deadlines are measured by (a wall clock may be set back)."""
     environ: Mapping[str, str] | None = None
     """None: ``os.environ``."""
     out: TextIO | None = None
@@ -92,6 +94,8 @@ class Seams:
     way, None / False skips it."""
     stop: threading.Event | None = None
     """``export``: serve until it is set (None: until Ctrl-C / SIGTERM)."""
+    stderr_is_terminal: bool | None = None
+    """Whether messages go to a person (progress is then said); None: ``sys.stderr.isatty()``."""
 
 
 REAL = Seams()

@@ -1,6 +1,7 @@
 """``gputui pick``: which GPUs are free, as a value for ``CUDA_VISIBLE_DEVICES``.
 
-``gputui pick -n 2 [--min-free 40G] [--max-util 10] [--idle-for 5m] [--format indices|uuids|env]``
+``gputui pick -n 2 [--min-free 40G] [--max-util 10] [--idle-for 5m] [--format indices|uuids|env]
+[--wait 30m [--poll 5]]``
 
 Reads the GPUs over a short window (``--window``, default 2 s: a reading every 0.5 s, the health
 rules judging each) and chooses with :mod:`gputui.core.choosing` (what qualifies, and which of those
@@ -12,8 +13,13 @@ Output (stdout): NVML indices in increasing order (``2,3``), UUIDs (``--format u
 only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (otherwise fastest first), so the ``env`` form sets it,
 and ``indices`` says so on stderr when the environment does not.
 
+``--wait DURATION``: while fewer qualify, read again every ``--poll`` seconds (default 5) on the
+same session until ``n`` do or the time runs out (:mod:`gputui.commands.pick_wait`); the output is
+then as without it. Ctrl-C and SIGTERM end it at once (:mod:`gputui.commands.interrupt`).
+
 Exit codes: 0 found ``n``; 1 fewer qualify (stdout has the ones that do, stderr why the others
-do not); 2 no GPU, a driver that does not answer, or a bad argument.
+do not), with ``--wait`` when the time ran out; 2 no GPU, a driver that does not answer (also
+one that stops answering while waiting), or a bad argument; 130 Ctrl-C, 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -21,18 +27,31 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gputui.commands import args as arg
-from gputui.commands.common import REAL, Common, Seams
+from gputui.commands.common import REAL, Common, Seams, UsageError
+from gputui.commands.interrupt import Stopped, stop_on_signals
 from gputui.commands.output import emit, error
+from gputui.commands.pick_wait import (
+    DEFAULT_POLL_S,
+    MAX_POLL_S,
+    MIN_POLL_S,
+    Judgement,
+    Reader,
+    wait_for_pick,
+    waiting_line,
+)
 from gputui.commands.session_open import open_or_report
 from gputui.core.choosing import DEFAULT_MAX_UTIL_PCT, Criteria, Pick, pick
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.format import fmt_duration
 from gputui.core.model import NodeInfo, Snapshot
-from gputui.core.selection import CUDA_ORDER_NOTE, select_gpus
+from gputui.core.selection import CUDA_ORDER_NOTE, Selection, select_gpus
 from gputui.engine.sampler import Sampler
 from gputui.engine.session import BackendSpec
 
@@ -81,6 +100,9 @@ class PickOptions:
     strict: bool = False
     window_s: float = DEFAULT_WINDOW_S
     verbose: bool = False
+    wait_s: float | None = None
+    """``--wait``: how long to wait for ``count`` GPUs to qualify (None: not at all)."""
+    poll_s: float = DEFAULT_POLL_S
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -91,7 +113,8 @@ def add_parser(commands: SubParsers) -> None:
         "closest to each other (NVLink, one PCIe switch ... first). Free: utilization at most "
         "--max-util in every reading, at most 1 GiB in use (or --min-free). The numbers are "
         "NVML indices, CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID (--format env sets it). Exit 0 "
-        "found N; 1 fewer qualify (printed; why the others do not on stderr); 2 no GPU.",
+        "found N; 1 fewer qualify (printed; why the others do not on stderr), with --wait when "
+        "the time ran out; 2 no GPU; 130 Ctrl-C, 143 SIGTERM.",
     )
     arg.add_common(pick, suppress=True)
     add = pick.add_argument
@@ -133,11 +156,27 @@ def add_parser(commands: SubParsers) -> None:
         metavar="SECONDS",
         help="read the GPUs this long, every 0.5 s (default: 2)",
     )
+    add(
+        "--wait",
+        type=arg.duration,
+        metavar="DURATION",
+        help="while fewer qualify, keep reading until N do (30m, 90s, 1h); exit 1 when the time "
+        "runs out",
+    )
+    add(
+        "--poll",
+        type=arg.between(MIN_POLL_S, MAX_POLL_S),
+        metavar="SECONDS",
+        help=f"with --wait: read the GPUs this often (default: {DEFAULT_POLL_S:g}); a whole "
+        "--window is read only when a reading shows N free",
+    )
     add("--strict", action="store_true", help="GPUs with health warnings do not qualify either")
     add("-v", "--verbose", action="store_true", help="say why each GPU was picked or not")
 
 
 def options(args: argparse.Namespace, common: Common) -> PickOptions:
+    if args.poll is not None and args.wait is None:
+        raise UsageError("--poll is how often --wait reads the GPUs: give --wait DURATION too")
     return PickOptions(
         spec=common.spec(),
         seed=common.seed,
@@ -150,6 +189,8 @@ def options(args: argparse.Namespace, common: Common) -> PickOptions:
         strict=args.strict,
         window_s=args.pick_window,
         verbose=args.verbose,
+        wait_s=args.wait,
+        poll_s=DEFAULT_POLL_S if args.poll is None else args.poll,
     )
 
 
@@ -187,12 +228,16 @@ def _vendor(node: NodeInfo) -> str:
 
 
 def take_readings(
-    sampler: Sampler, *, window_s: float, sleep: Callable[[float], None]
+    sampler: Sampler,
+    *,
+    window_s: float,
+    sleep: Callable[[float], None],
+    first: Snapshot | None = None,
 ) -> list[Snapshot]:
-    """Readings every :data:`READING_GAP_S` over ``window_s`` (at least two); a reading the
-    driver did not answer ends the series."""
+    """Readings every :data:`READING_GAP_S` over ``window_s`` (at least two), begun with
+    ``first`` when given; a reading the driver did not answer ends the series."""
     count = max(2, int(window_s / READING_GAP_S) + 1)
-    readings = [sampler.poll(deadline=sampler.deadline)]
+    readings = [first if first is not None else sampler.poll(deadline=sampler.deadline)]
     for _ in range(count - 1):
         if readings[-1].stall is not None:
             break
@@ -202,14 +247,25 @@ def take_readings(
 
 
 def run(options: PickOptions, seams: Seams = REAL) -> int:
-    """Read the GPUs over the window, pick, print; the exit code (see the module doc)."""
-    env = os.environ if seams.environ is None else seams.environ
+    """Read the GPUs over the window (and with ``--wait``, until enough qualify), pick, print;
+    the exit code (see the module doc)."""
     if options.count < 1:
         error("gputui pick: -n: pick at least 1 GPU")
         return EXIT_USAGE
     if options.spec.replayed:
         error("gputui pick: pick reads the GPUs as they are now; it cannot pick from a recording")
         return EXIT_USAGE
+    try:
+        with stop_on_signals():
+            return _run(options, seams)
+    except (Stopped, KeyboardInterrupt) as exc:
+        stop = exc if isinstance(exc, Stopped) else Stopped(signal.SIGINT)
+        error(f"gputui pick: {stop.what}; no GPU picked")
+        return stop.exit_code
+
+
+def _run(options: PickOptions, seams: Seams) -> int:
+    env = os.environ if seams.environ is None else seams.environ
     criteria = Criteria(
         options.count,
         options.min_free_bytes,
@@ -217,13 +273,13 @@ def run(options: PickOptions, seams: Seams = REAL) -> int:
         options.idle_for_s,
         options.strict,
     )
-    window_s = min(max(options.window_s, 0.0), MAX_WINDOW_S)
     session = open_or_report(
         options.spec,
         seed=options.seed,
         interval=READING_GAP_S,
         slow_interval=READING_GAP_S,
         deadline=READING_WAIT_S,
+        clock=seams.clock,
     )
     if session is None:
         return EXIT_NO_GPU
@@ -238,12 +294,96 @@ def run(options: PickOptions, seams: Seams = REAL) -> int:
             why = selection.none_visible or "the node lists no GPU"
             error(f"gputui pick: no GPU to pick from: {why}")
             return EXIT_NO_GPU
-        readings = take_readings(session.sampler, window_s=window_s, sleep=seams.sleep)
-    if readings[-1].stall is not None:
-        error(f"gputui pick: {session.backend.name} is not answering (a driver call hangs)")
+        started = seams.monotonic()
+        reader = _reader(session.sampler, criteria, selection, options, seams)
+        window = tuple(reader.window(reader.probe()))
+        judgement = Judgement(window, reader.judge(window))
+        waited = None
+        if _should_wait(judgement, options):
+            judgement = _wait(judgement, reader, options, seams, started=started)
+            waited = seams.monotonic() - started
+    if judgement.stalled:
+        name = session.backend.name
+        during = (
+            "; it stopped answering while pick waited for free GPUs" if waited is not None else ""
+        )
+        error(f"gputui pick: {name} is not answering (a driver call hangs){during}")
         return EXIT_FAILED
-    window = (len(readings) - 1) * READING_GAP_S
-    result = pick(readings, criteria, selection.indices, window_s=window)
+    return _report(judgement.result, node, selection, options, seams, waited=waited)
+
+
+def _wait(
+    first: Judgement, reader: Reader, options: PickOptions, seams: Seams, *, started: float
+) -> Judgement:
+    """``--wait``: say so (to a person), then read until the pick is complete or time is up."""
+    assert options.wait_s is not None
+    if _talkative(options, seams):
+        error(waiting_line(first.result, options.wait_s))
+    return wait_for_pick(
+        first,
+        reader,
+        until=started + options.wait_s,
+        poll_s=options.poll_s,
+        monotonic=seams.monotonic,
+        sleep=seams.sleep,
+    )
+
+
+def _reader(
+    sampler: Sampler,
+    criteria: Criteria,
+    selection: Selection,
+    options: PickOptions,
+    seams: Seams,
+) -> Reader:
+    """One reading, a window begun with one, and the judgement of readings, by the options."""
+    window_s = min(max(options.window_s, 0.0), MAX_WINDOW_S)
+
+    def judge(readings: Sequence[Snapshot]) -> Pick:
+        window = (len(readings) - 1) * READING_GAP_S
+        return pick(readings, criteria, selection.indices, window_s=window)
+
+    return Reader(
+        probe=lambda: sampler.poll(deadline=sampler.deadline),
+        window=lambda first: take_readings(
+            sampler, window_s=window_s, sleep=seams.sleep, first=first
+        ),
+        judge=judge,
+    )
+
+
+def _should_wait(judgement: Judgement, options: PickOptions) -> bool:
+    """``--wait`` was given, fewer qualify, and enough GPUs are candidates for waiting to help."""
+    result = judgement.result
+    return (
+        options.wait_s is not None
+        and not judgement.stalled
+        and not result.complete
+        and len(result.judged) >= result.wanted
+    )
+
+
+def _talkative(options: PickOptions, seams: Seams) -> bool:
+    """Whether progress is said: ``--verbose``, or messages go to a terminal."""
+    if options.verbose:
+        return True
+    if seams.stderr_is_terminal is not None:
+        return seams.stderr_is_terminal
+    stream = sys.stderr
+    return stream is not None and stream.isatty()
+
+
+def _report(
+    result: Pick,
+    node: NodeInfo,
+    selection: Selection,
+    options: PickOptions,
+    seams: Seams,
+    *,
+    waited: float | None,
+) -> int:
+    """Print the pick (stdout) and the notes and reasons (stderr); the exit code."""
+    env = os.environ if seams.environ is None else seams.environ
     text = render_pick(node, result.chosen, options.fmt)
     if text:
         emit(text, seams.out)
@@ -263,13 +403,19 @@ def run(options: PickOptions, seams: Seams = REAL) -> int:
             f"gputui pick: note: {CUDA_ORDER_NOTE}; --format env sets CUDA_DEVICE_ORDER too"
         )
     if not result.complete:
-        got, asked = len(result.chosen), criteria.count
+        got, asked = len(result.chosen), result.wanted
         head = (
             f"gputui pick: {got} GPU{'s' if got != 1 else ''} qualif{'y' if got != 1 else 'ies'}"
             f", {asked} asked for"
         )
+        if waited is not None:
+            head += f", after waiting {fmt_duration(waited)}"
+        elif options.wait_s is not None and len(result.judged) < asked:
+            head += f" (not waiting: only {len(result.judged)} candidate GPUs)"
         error("\n".join([head + ":", *explain(result, node), *notes]))
         return EXIT_TOO_FEW
+    if waited is not None and _talkative(options, seams):
+        notes.insert(0, f"gputui pick: free after waiting {fmt_duration(waited)}")
     if options.verbose:
         notes = [*explain(result, node), *notes]
     if notes:
