@@ -670,7 +670,7 @@ async def test_run_handles_sigterm_and_sighup_then_gives_them_back(sim_sampler) 
     """While the app runs, SIGTERM/SIGHUP are the app's (they end it like q; see
     tests/test_terminal.py for real signals); afterwards the previous handlers are back, and
     run() still returns what the app exited with."""
-    from gputui.tui.app import EXIT_SIGNALS
+    from gputui.tui.exit_signals import EXIT_SIGNALS
 
     before = {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS}
     during = {}

@@ -16,20 +16,13 @@ Textual's: :mod:`gputui.tui.themes`, which also derives the data colours from th
 keymap (``App.set_keymap``), read-only mode and where recordings go; what could not be used from
 the config file shows as a notification too.
 
-SIGTERM and SIGHUP end the app the way q does (the terminal is restored), with exit status
-128 + the signal's number; a shutdown that does not finish within :data:`SIGNAL_EXIT_GRACE_S`
-(a terminal that has gone away can block the output thread) is cut short with the same status.
+SIGTERM and SIGHUP end the app the way q does (:mod:`gputui.tui.exit_signals`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
 import signal
-import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -49,6 +42,7 @@ from gputui.health.rollup import NewFindings, where
 from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
 from gputui.tui.commands import GpuCommands
+from gputui.tui.exit_signals import catch_exit_signals, restore_signals, start_exit_deadline
 from gputui.tui.messages import (
     AcknowledgeFindings,
     RecordingFailed,
@@ -76,13 +70,6 @@ REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
 never while typing in the filter."""
 READONLY_DISABLED = frozenset({"toggle_record", "probe"})
 """App actions ``--readonly`` disables (and hides); the dashboard disables its signal action."""
-EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that end the app cleanly (as q does) instead of killing it with the terminal still in
-the alternate screen, the cursor hidden and mouse reporting on."""
-SIGNAL_EXIT_GRACE_S = 5.0
-"""After SIGTERM/SIGHUP the process exits within this long, even when shutting down blocks."""
-HUNG_UP_GRACE_S = 1.0
-"""The same when the terminal has gone away (nothing to restore; the output thread may block)."""
 
 
 class GpuTuiApp(App[None]):
@@ -208,41 +195,17 @@ class GpuTuiApp(App[None]):
         before the terminal is switched to the alternate screen until after it is restored.
         Returns what the app exited with (``App.exit(result)``)."""
         loop = asyncio.get_running_loop()
-        caught = self._catch_exit_signals(loop)
+        caught = catch_exit_signals(loop, self._exit_on_signal)
         try:
             return await super().run_async(*args, **kwargs)
         finally:
-            for sig, previous in caught.items():
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, previous)
-
-    def _catch_exit_signals(
-        self, loop: asyncio.AbstractEventLoop
-    ) -> dict[signal.Signals, signal.Handlers | int | Callable[..., Any]]:
-        """Handle :data:`EXIT_SIGNALS` on the event loop; the handlers they replace."""
-        caught: dict[signal.Signals, signal.Handlers | int | Callable[..., Any]] = {}
-        if threading.current_thread() is not threading.main_thread():
-            return caught  # only the main thread may set signal handlers
-        for sig in EXIT_SIGNALS:
-            previous = signal.getsignal(sig)
-            if previous is signal.SIG_IGN:
-                continue  # started under nohup (or the like): leave it ignored
-            try:
-                loop.add_signal_handler(sig, self._exit_on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue
-            caught[sig] = previous if previous is not None else signal.SIG_DFL
-        return caught
+            restore_signals(loop, caught)
 
     def _exit_on_signal(self, sig: signal.Signals) -> None:
-        code = 128 + int(sig)
         if self._exit_signal is None:
             self._exit_signal = sig
-            grace = HUNG_UP_GRACE_S if _terminal_gone() else SIGNAL_EXIT_GRACE_S
-            threading.Thread(
-                target=_exit_after_grace, args=(code, grace), name="gputui-exit", daemon=True
-            ).start()
-        self.exit(return_code=code)
+            start_exit_deadline(sig)
+        self.exit(return_code=128 + int(sig))
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -616,30 +579,6 @@ class GpuTuiApp(App[None]):
             self.notify(f"not allowed to signal {who}", severity="error")
         else:
             self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
-
-
-def _terminal_gone() -> bool:
-    """Whether the terminal the app draws on has been hung up (the SSH connection dropped): then
-    every call on it fails with EIO."""
-    import termios
-
-    stream = sys.__stderr__
-    try:
-        if stream is not None:
-            termios.tcgetattr(stream.fileno())
-    except termios.error as exc:
-        return bool(exc.args) and exc.args[0] == errno.EIO  # not ENOTTY: no terminal at all
-    except (OSError, ValueError):  # a closed or unusual stream
-        pass
-    return False
-
-
-def _exit_after_grace(code: int, grace: float) -> None:
-    """Started by SIGTERM/SIGHUP: the normal shutdown restores the terminal and exits well within
-    the grace period; if it has not (the output thread blocked writing to a terminal that has
-    gone away), leave anyway."""
-    time.sleep(grace)
-    os._exit(code)
 
 
 __all__ = ["GpuTuiApp"]
