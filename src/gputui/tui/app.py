@@ -41,6 +41,7 @@ from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
 from gputui.health.rollup import NewFindings, where
 from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
+from gputui.tui import repaint_compositor
 from gputui.tui.commands import GpuCommands
 from gputui.tui.exit_signals import catch_exit_signals, restore_signals, start_exit_deadline
 from gputui.tui.messages import (
@@ -210,6 +211,9 @@ class GpuTuiApp(App[None]):
     # -- life cycle --------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        # Every screen pushed from now on repaints where a removed widget (an expired
+        # notification) was: see gputui.tui.repaint_compositor.
+        self.screen_change_signal.subscribe(self, repaint_compositor.install, immediate=True)
         for note in self.notes:
             self.notify(note, title="settings", severity="warning", timeout=10)
         self.dashboard.show_interval(self.sampler.interval)
