@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.notifications import SeverityLevel
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
-from gputui.core.format import finding_text, fmt_interval
+from gputui.core.format import fmt_interval
 from gputui.core.model import ProcessSample, Snapshot
 from gputui.core.playback import clamp_speed
 from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
-from gputui.health.rollup import NewFindings, where
+from gputui.health.rollup import NewFindings
 from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
 from gputui.tui import repaint_compositor
@@ -52,18 +52,15 @@ from gputui.tui.messages import (
     SignalSent,
     SnapshotReady,
 )
+from gputui.tui.notice import findings_notice, keep_only, notice_timeout
 from gputui.tui.recording import RecordingSession, default_record_path
-from gputui.tui.replay import ReplayStatus, fmt_speed
+from gputui.tui.replay import ReplayStatus
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.themes import THEMES, data_colours
 
 if TYPE_CHECKING:
     from gputui.tui.screens.probe import ProbeScreen, ProbeSession
 
-NOTIFY_SEVERITY: dict[str, SeverityLevel] = {"warn": "warning", "fail": "error"}
-"""Finding severity -> notification severity; info and ok findings do not notify."""
-MAX_FINDING_TOASTS = 3
-"""New findings in one reading beyond this many are summed up in one notification."""
 LIGHT_THEME = "textual-light"
 DARK_THEME = "textual-dark"
 REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
@@ -152,6 +149,9 @@ class GpuTuiApp(App[None]):
         self._last_error = ""
         self.new_findings = NewFindings(("warn", "fail"))
         """Which findings were already notified (see :meth:`notify_findings`)."""
+        self._quiet_findings = True
+        """The next reading's findings are taken without a notice: the first one, and the first
+        after a seek (the title bar and the findings strip show them)."""
         self.notes = [problem.message for problem in settings.problems]
         """What could not be used from the settings: notified once the app runs."""
         self.theme_problem = self._use_theme(theme, settings)
@@ -214,8 +214,8 @@ class GpuTuiApp(App[None]):
         # Every screen pushed from now on repaints where a removed widget (an expired
         # notification) was: see gputui.tui.repaint_compositor.
         self.screen_change_signal.subscribe(self, repaint_compositor.install, immediate=True)
-        for note in self.notes:
-            self.notify(note, title="settings", severity="warning", timeout=10)
+        if self.notes:
+            self.notify("\n".join(self.notes), title="settings", severity="warning")
         self.dashboard.show_interval(self.sampler.interval)
         if self.replay is not None:
             self.show_replay_status()
@@ -267,28 +267,39 @@ class GpuTuiApp(App[None]):
             update(snapshot)
 
     def notify_findings(self, snapshot: Snapshot) -> None:
-        """One notification per new warn/fail finding (see :class:`NewFindings`: once while it
-        stays listed; again when it gets worse or comes back after being acknowledged)."""
+        """One notice for the new warn/fail findings of a reading (see :class:`NewFindings`:
+        once while it stays listed; again when it gets worse or comes back after being
+        acknowledged); none for the first reading's, which the title bar already counts."""
         new = self.new_findings.take(snapshot.findings)
-        if not new:
-            return
-        shown = new if len(new) <= MAX_FINDING_TOASTS else new[: MAX_FINDING_TOASTS - 1]
-        for finding in shown:
-            self.notify(
-                finding_text(finding.message, finding.gpu_index),
-                title=where(finding),
-                severity=NOTIFY_SEVERITY[finding.severity],
-                timeout=8,
-            )
-        rest = new[len(shown) :]
-        if rest:
-            worst = "fail" if any(f.severity == "fail" for f in rest) else "warn"
-            self.notify(
-                f"{len(rest)} more health findings: press h to see them all",
-                title="health",
-                severity=NOTIFY_SEVERITY[worst],
-                timeout=8,
-            )
+        quiet, self._quiet_findings = self._quiet_findings, False
+        notice = findings_notice(new)
+        if notice is not None and not quiet:
+            self.notify(notice.message, title=notice.title, severity=notice.severity)
+
+    # -- notices -----------------------------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A notice (:mod:`gputui.tui.notice`): one at a time, the newest replacing the one
+        shown, for a few seconds at most. Plain text unless ``markup``."""
+        super().notify(
+            message,
+            title=title,
+            severity=severity,
+            timeout=notice_timeout(severity, timeout),
+            markup=markup,
+        )
+
+    def _on_notify(self, event: Notify) -> None:
+        keep_only(self)
+        super()._on_notify(event)
 
     def _show_latest(self) -> None:
         if self.latest is not None and not self.paused:
@@ -315,7 +326,8 @@ class GpuTuiApp(App[None]):
         self.sampler.set_interval(seconds)
         self.sampler.refresh_now()  # re-arm the thread's wait with the new interval
         self.dashboard.show_interval(self.sampler.interval)
-        self.notify(f"reading every {fmt_interval(self.sampler.interval)}", timeout=2)
+        if self.replay is not None:  # the title bar shows the replay's state instead
+            self.notify(f"reading every {fmt_interval(self.sampler.interval)}", timeout=2)
 
     def _step_interval(self, step: int) -> None:
         current = self.sampler.interval
@@ -489,10 +501,9 @@ class GpuTuiApp(App[None]):
         if not replay.at_end:
             self._replay_ended = False
             return
-        if not self._replay_ended:
+        if not self._replay_ended:  # the title bar says "end"
             self._replay_ended = True
             replay.set_paused(True)
-            self.notify("end of recording", title="replay", timeout=4)
 
     def action_replay_play(self) -> None:
         """Play or pause the replay (space; the display pause of a live session)."""
@@ -527,6 +538,7 @@ class GpuTuiApp(App[None]):
     def _after_seek(self) -> None:
         """Plots restart from the new position: history rebuilds as the replay plays."""
         self._replay_ended = False
+        self._quiet_findings = True
         self.sampler.history.clear()
         self.sampler.refresh_now()
         self.show_replay_status()
@@ -537,8 +549,7 @@ class GpuTuiApp(App[None]):
             return
         speed = clamp_speed(replay.speed * float(factor))
         replay.set_speed(speed)
-        self.show_replay_status()
-        self.notify(f"replay speed {fmt_speed(replay.speed)}", title="replay", timeout=2)
+        self.show_replay_status()  # the title bar shows the speed
 
     # -- signals -----------------------------------------------------------------------------------
 
