@@ -41,7 +41,7 @@ from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
 from gputui.health.rollup import NewFindings
 from gputui.host.signals import ProcessRef, SignalRefused
 from gputui.settings.model import Settings
-from gputui.tui import repaint_compositor
+from gputui.tui import repaint_compositor, typeahead
 from gputui.tui.commands import GpuCommands
 from gputui.tui.exit_signals import catch_exit_signals, restore_signals, start_exit_deadline
 from gputui.tui.messages import (
@@ -157,6 +157,8 @@ class GpuTuiApp(App[None]):
         self.theme_problem = self._use_theme(theme, settings)
         self._dark_theme = self.theme if self.current_theme.dark else DARK_THEME
         self.set_keymap(settings.keymap_dict)
+        # Esc and a key typed right after it are two keys, not Alt+key (gputui.tui.typeahead).
+        self.driver_class = typeahead.driver_class(self.driver_class, settings.keymap_dict.values())
         node = sampler.node
         if node is None:  # the CLI opens the sampler first; be forgiving in scripts
             node = sampler.open()

@@ -1,0 +1,106 @@
+"""Every key does what it says: keys typed ahead apply in order, focus survives a resize, Ctrl+C
+quits, and the footer shows the keys of the screen in front (and why a key does nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from textual.drivers.linux_driver import LinuxDriver
+
+from gputui.core.model import Snapshot
+from gputui.engine.sampler import Sampler
+from gputui.tui.app import GpuTuiApp
+from gputui.tui.messages import SnapshotReady
+
+pytestmark = pytest.mark.usefixtures("tui_env")
+
+
+async def show(app: GpuTuiApp, pilot, sampler: Sampler) -> Snapshot:
+    snapshot = sampler.poll()
+    sampler.clock.now += 1.0  # type: ignore[attr-defined]
+    app.post_message(SnapshotReady(snapshot))
+    await pilot.pause()
+    return snapshot
+
+
+def stack(app: GpuTuiApp) -> list[str]:
+    return [type(screen).__name__ for screen in app.screen_stack]
+
+
+# -- keys typed ahead -----------------------------------------------------------------------------
+
+
+@contextmanager
+def terminal_input(app: GpuTuiApp) -> Iterator[int]:
+    """The app's own terminal driver reading keys from a pipe, as from a terminal: its input
+    thread and parser run as they do for a user. Yields the pipe's end to write bytes to."""
+    assert issubclass(app.driver_class, LinuxDriver)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    read_end, write_end = os.pipe()
+    driver = app.driver_class(app, debug=False, mouse=False)
+    driver.fileno = read_end
+    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+    thread.start()
+    try:
+        yield write_end
+    finally:
+        driver.exit_event.set()
+        thread.join(2)
+        os.close(write_end)
+        os.close(read_end)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+async def type_keys(write_end: int, keys: list[bytes], gap: float) -> None:
+    """Each key as its bytes, with a real pause between them: a fast typist."""
+    for key in keys:
+        os.write(write_end, key)
+        await asyncio.sleep(gap)
+    await asyncio.sleep(0.4)  # the parser gives a lone Esc after its wait
+
+
+@pytest.mark.parametrize(
+    ("keys", "screens"),
+    [
+        ([b"h", b"\x1b", b"t"], ["DashboardScreen", "TopologyScreen"]),
+        ([b"h", b"\x1b", b"?"], ["DashboardScreen", "HelpScreen"]),
+        ([b"t", b"\x1b", b" ", b"h"], ["DashboardScreen", "FindingsScreen"]),
+    ],
+)
+async def test_keys_typed_ahead_apply_in_order(sim_sampler, keys, screens) -> None:
+    """h, Esc, t typed 50 ms apart ends on the topology: the Esc and the t are two keys (the
+    terminal's parser read them as Alt+t, and h, Esc, t ended on the findings screen)."""
+    sampler = sim_sampler("faulty", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        with terminal_input(app) as terminal:
+            await type_keys(terminal, keys, gap=0.05)
+            await pilot.pause()
+        assert stack(app) == screens
+        if keys[2] == b" ":
+            assert app.paused  # space after Esc paused the display
+
+
+async def test_known_sequences_and_bound_alt_keys_are_kept() -> None:
+    """Cursor keys, Alt+Backspace and an Alt key the keymap binds are read as before."""
+    from gputui.tui.typeahead import TypeAheadParser
+
+    def keys(data: str, keep: tuple[str, ...] = ()) -> list[str]:
+        parser = TypeAheadParser(keep=keep)
+        return [e.key for e in [*parser.feed(data), *parser.feed("")]]  # type: ignore[attr-defined]
+
+    assert keys("\x1bt") == ["escape", "t"]
+    assert keys("\x1b?") == ["escape", "question_mark"]
+    assert keys("\x1b ") == ["escape", "space"]
+    assert keys("\x1b\x1bt") == ["escape", "escape", "t"]
+    assert keys("\x1b[D\x1bOA") == ["left", "up"]
+    assert keys("\x1b\x7f") == ["ctrl+w"]  # Alt+Backspace, a sequence Textual knows
+    assert keys("\x1bx", keep=("alt+x",)) == ["alt+x"]
