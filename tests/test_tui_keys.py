@@ -17,6 +17,7 @@ from gputui.core.model import Snapshot
 from gputui.engine.sampler import Sampler
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.messages import SnapshotReady
+from gputui.tui.screens.topology import TopologyScreen
 
 pytestmark = pytest.mark.usefixtures("tui_env")
 
@@ -33,7 +34,7 @@ def stack(app: GpuTuiApp) -> list[str]:
     return [type(screen).__name__ for screen in app.screen_stack]
 
 
-# -- keys typed ahead -----------------------------------------------------------------------------
+# -- keys typed ahead ------------------------------------------------------------------------------
 
 
 @contextmanager
@@ -104,3 +105,43 @@ async def test_known_sequences_and_bound_alt_keys_are_kept() -> None:
     assert keys("\x1b[D\x1bOA") == ["left", "up"]
     assert keys("\x1b\x7f") == ["ctrl+w"]  # Alt+Backspace, a sequence Textual knows
     assert keys("\x1bx", keep=("alt+x",)) == ["alt+x"]
+
+
+# -- focus across resizes --------------------------------------------------------------------------
+
+
+async def test_the_process_table_keeps_the_keys_after_the_too_small_screen(sim_sampler) -> None:
+    """Below the minimum size the dashboard hides (and its widgets lose the focus); back to a
+    usable size, s and S sort at once, without a Tab first."""
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        table = app.dashboard.process_table
+        before = table.sort_column
+        await pilot.resize_terminal(50, 10)
+        assert app.dashboard.layout_choice.mode == "too-small"
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert app.focused is table
+        await pilot.press("s")
+        assert table.sort_column != before
+        reverse = table.sort_reverse
+        await pilot.press("S")
+        assert table.sort_reverse != reverse
+
+
+async def test_a_filter_typed_before_the_too_small_screen_stays(sim_sampler) -> None:
+    """The filter keeps filtering; the keys go to the table (t is Topology, not a letter)."""
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        await pilot.press("slash", "p", "y")
+        await pilot.resize_terminal(40, 12)
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert app.focused is app.dashboard.process_table
+        assert app.dashboard.process_table.text_filter == "py"
+        await pilot.press("t")
+        assert isinstance(app.screen, TopologyScreen)

@@ -186,6 +186,9 @@ class DashboardScreen(Screen[None]):
         choice = choose_layout(width, height, len(self.panels))
         if choice == self.layout_choice:
             return
+        if self.layout_choice is not None and self.layout_choice.mode == "too-small":
+            # Hidden, the table lost the focus: its keys (s, S, arrows) work again at once.
+            self.call_after_refresh(self.process_table.focus)
         self.layout_choice = choice
         # One class change (one restyle of the DOM), not one per mode.
         classes = {c for c in self.classes if not c.startswith("-mode-")}
