@@ -145,3 +145,48 @@ async def test_a_filter_typed_before_the_too_small_screen_stays(sim_sampler) -> 
         assert app.dashboard.process_table.text_filter == "py"
         await pilot.press("t")
         assert isinstance(app.screen, TopologyScreen)
+
+
+# -- ctrl+c ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        [],  # the dashboard
+        ["slash", "p"],  # typing in the filter
+        ["h"],  # another screen
+        ["k"],  # the signal dialog
+        ["ctrl+p", "x"],  # typing in the command palette
+    ],
+)
+async def test_ctrl_c_quits_everywhere(sim_sampler, monkeypatch, before) -> None:
+    """As in htop and nvtop (Textual only said to press ctrl+q), also where text is typed."""
+    from gputui.tui import permissions
+
+    monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        if before:
+            await pilot.press(*before)
+            await pilot.pause(0.4)  # the dialog takes no key in its first moments
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
+async def test_ctrl_q_still_quits_and_the_help_lists_ctrl_c(sim_sampler) -> None:
+    from gputui.tui.screens.help import key_rows
+
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        assert ("q ctrl+c", "Quit") in key_rows(app.dashboard)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert not app.is_running

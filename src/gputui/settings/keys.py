@@ -223,6 +223,7 @@ KEYS_BY_NAME = {key.name: key for key in KEYS}
 
 KEYMAP: dict[str, tuple[str, str]] = {
     "quit": ("q", "quit"),
+    "quit.interrupt": ("ctrl+c", "quit, also while typing in a filter or a dialog"),
     "help": ("question_mark", "help screen"),
     "health": ("h", "health findings"),
     "topology": ("t", "topology"),

@@ -81,6 +81,9 @@ class GpuTuiApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
+        # As in htop and nvtop; a priority key, so it quits while typing in a filter or a dialog
+        # too (Textual's ctrl+q still does as well).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="quit.interrupt"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("h", "health", "Health", id="health"),
         Binding("t", "topology", "Topology", id="topology"),

@@ -118,6 +118,9 @@ KEY_NAMES = {
     "full_stop": ".",
 }
 
+KEYS_IN_HELP = ("gpu.", "clear", "replay.", "quit.")
+"""Binding ids (prefixes) the help lists though the footer does not show them."""
+
 HELP_DESCRIPTIONS = {
     "replay.play": "Play/pause the replay",
     "replay.back": "Replay: back 10 s",
@@ -143,12 +146,17 @@ def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
     remapped), one row per action; widget plumbing such as cursor keys is left out."""
     rows: dict[str, tuple[list[str], str]] = {}
     digits: list[str] = []
-    for key, active in screen.active_bindings.items():
+    # Ctrl+C (a priority binding, so first among them) goes after q on the Quit row.
+    bindings = sorted(
+        screen.active_bindings.items(),
+        key=lambda item: (item[1].binding.id or "").startswith("quit."),
+    )
+    for key, active in bindings:
         binding = active.binding
         if binding.action.startswith("select_gpu(") and key.isdigit():
             digits.append(key)
             continue
-        if not (binding.show or (binding.id or "").startswith(("gpu.", "clear", "replay."))):
+        if not (binding.show or (binding.id or "").startswith(KEYS_IN_HELP)):
             continue
         description = HELP_DESCRIPTIONS.get(binding.id or "") or (
             binding.description or binding.action.replace("_", " ")
