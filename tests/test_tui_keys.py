@@ -190,3 +190,84 @@ async def test_ctrl_q_still_quits_and_the_help_lists_ctrl_c(sim_sampler) -> None
         await pilot.press("ctrl+q")
         await pilot.pause()
         assert not app.is_running
+
+
+# -- the footer ------------------------------------------------------------------------------------
+
+
+def footer_line(app: GpuTuiApp) -> str:
+    """The bottom line of the screen in front, as drawn."""
+    return app.screen._compositor.render_strips()[-1].text
+
+
+async def test_the_footer_shows_the_keys_of_the_screen_in_front(sim_sampler, monkeypatch) -> None:
+    """The signal dialog's and the help's keys, not the dashboard's under them; the probe's
+    space and tab; no h Health on the health screen, where h closes it."""
+    from gputui.tui import permissions
+
+    monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
+    sampler = sim_sampler("dgx-h100", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(app, pilot, sampler)
+        assert "s Sort" in footer_line(app)
+        await pilot.press("k")
+        await pilot.pause()
+        line = footer_line(app)
+        for words in ("T Terminate", "K Kill", "I Interrupt", "esc Cancel"):
+            assert words in line
+        assert "s Sort" not in line and "q Quit" not in line
+        await pilot.pause(0.4)
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        line = footer_line(app)
+        assert "esc Close" in line and "s Sort" not in line and "k Signal" not in line
+        await pilot.press("escape", "p")
+        await pilot.pause()
+        line = footer_line(app)
+        assert "space Check" in line and "tab Next" in line and "esc Close" in line
+        await pilot.press("escape", "h")
+        await pilot.pause()
+        line = footer_line(app)
+        assert "esc Close" in line and "h Health" not in line
+        await pilot.press("h")  # closes it, as the footer's Close does
+        assert app.screen is app.dashboard
+
+
+async def test_keys_that_are_off_say_why(sim_sampler, tmp_path) -> None:
+    """In a replay k, p and R do nothing: the footer marks them off with why, and each says why
+    when pressed (or clicked), in one short notice."""
+    from gputui.backends.replay import ReplayBackend
+    from gputui.core.record import Recorder
+    from gputui.engine.session import sampler_for
+    from gputui.tui.notice import EXPLAINED, REPLAY
+    from gputui.tui.screens.help import key_rows
+
+    live = sim_sampler("dgx-h100")
+    path = tmp_path / "session.jsonl.gz"
+    with Recorder(path) as recorder:
+        live.add_listener(recorder.write)
+        for _ in range(3):
+            live.poll()
+            live.clock.now += 1.0  # type: ignore[attr-defined]
+    backend = ReplayBackend(path, start_paused=True)
+    sampler = sampler_for(backend, backend.open())
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_message(SnapshotReady(sampler.poll()))
+        await pilot.pause()
+        line = footer_line(app)
+        assert "k p R off: replay" in line
+        assert "k Signal" not in line and "p Probe" not in line
+        rows = dict(key_rows(app.dashboard))
+        assert rows["k"] == "Signal (off: replay)"
+        for key, what in (("k", "Signal"), ("p", "Probe"), ("R", "Record")):
+            await pilot.press(key)
+            notices = [(n.title, n.message) for n in app._notifications]
+            assert notices == [(f"{what} is off", EXPLAINED[REPLAY])]
+            assert app.screen is app.dashboard and app.recording is None
+        app.clear_notifications()
+        start = line.index("k p R off")
+        await pilot.click(offset=(start + 1, 39))
+        await pilot.pause()
+        assert [n.title for n in app._notifications] == ["Signal is off"]

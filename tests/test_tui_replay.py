@@ -22,6 +22,7 @@ from gputui.tui.messages import SnapshotReady
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import ReplayStatus, fmt_hms
 from gputui.tui.screens.help import HelpScreen, key_rows
+from gputui.tui.widgets.footer import KeyFooter
 
 pytestmark = pytest.mark.usefixtures("tui_env")
 
@@ -109,6 +110,11 @@ def title(app: GpuTuiApp) -> str:
 
 def binding_ids(app: GpuTuiApp) -> set[str]:
     return {b.binding.id for b in app.screen.active_bindings.values() if b.binding.id}
+
+
+def on(app: GpuTuiApp) -> set[str]:
+    """The ids of the bindings that do something here (not off)."""
+    return {b.binding.id for b in app.screen.active_bindings.values() if b.binding.id and b.enabled}
 
 
 def messages(app: GpuTuiApp) -> list[str]:
@@ -228,7 +234,10 @@ async def test_replay_mode_bindings_help_and_palette(fake_replay) -> None:
         await show(app, pilot, sampler)
         ids = binding_ids(app)
         assert ids >= REPLAY_IDS
-        assert not {"pause", "record", "signal"} & ids  # read-only, and no display pause
+        assert "pause" not in ids  # no display pause: space plays and pauses the replay
+        # Read-only: signals, the probe and recording are off, and the footer says why.
+        assert {"record", "signal", "probe"} <= ids and not {"record", "signal", "probe"} & on(app)
+        assert "k p R off: replay" in app.screen.query_one(KeyFooter).shown_keys
         assert app.readonly and app.dashboard.readonly
         rows = dict(key_rows(app.dashboard))
         assert rows["←"] == "Replay: back 10 s"
@@ -477,7 +486,7 @@ async def test_replaying_a_real_recording(recording) -> None:
         await show(app, pilot, sampler)
         assert app.replay is backend and app.readonly
         assert "REPLAY 00:00:00 / 00:02:59 ×1 paused" in title(app)
-        assert not binding_ids(app) & {"record", "pause", "signal"}
+        assert not on(app) & {"record", "pause", "signal"}
         await pilot.press("right", "right_square_bracket")
         assert backend.position == T0 + 70
         snapshot = await show(app, pilot, sampler)

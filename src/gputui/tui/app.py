@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
+from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
@@ -52,7 +54,14 @@ from gputui.tui.messages import (
     SignalSent,
     SnapshotReady,
 )
-from gputui.tui.notice import findings_notice, keep_only, notice_timeout
+from gputui.tui.notice import (
+    READ_ONLY,
+    REPLAY,
+    findings_notice,
+    keep_only,
+    notice_timeout,
+    unavailable_notice,
+)
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import ReplayStatus
 from gputui.tui.screens.dashboard import DashboardScreen
@@ -67,7 +76,8 @@ REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
 """Bound to cursor keys (with priority, over the process table's): only on the dashboard, and
 never while typing in the filter."""
 READONLY_DISABLED = frozenset({"toggle_record", "probe"})
-"""App actions ``--readonly`` disables (and hides); the dashboard disables its signal action."""
+"""App actions ``--readonly`` disables (the footer shows them off, with why; the key says why);
+the dashboard disables its signal action."""
 
 
 class GpuTuiApp(App[None]):
@@ -142,6 +152,7 @@ class GpuTuiApp(App[None]):
         # A recording cannot be signalled: replay is always read-only.
         readonly = readonly or settings.readonly or self.replay is not None
         self.readonly = readonly
+        self.readonly_reason = REPLAY if self.replay is not None else READ_ONLY
         self.record_dir = Path(record_dir if record_dir is not None else settings.record_dir)
         self.recording: RecordingSession | None = None
         self._replay_ended = False
@@ -169,6 +180,7 @@ class GpuTuiApp(App[None]):
             node,
             sampler.history,
             readonly=readonly,
+            readonly_reason=self.readonly_reason,
             health_enabled=sampler.health is not None,
         )
 
@@ -479,9 +491,9 @@ class GpuTuiApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Replay keys only in replay mode; the display pause only live; recording and the probe
-        neither in a replay nor with ``--readonly`` (hidden from the footer and the help)."""
+        neither in a replay nor with ``--readonly`` (off: the footer and the key say why)."""
         if action in READONLY_DISABLED:
-            return not self.readonly  # a replay is read-only too
+            return None if self.readonly else True  # a replay is read-only too
         if action == "toggle_pause":
             return self.replay is None
         if not action.startswith("replay_"):
@@ -493,6 +505,25 @@ class GpuTuiApp(App[None]):
                 return self.screen is self.dashboard and not isinstance(self.focused, Input)
             except Exception:  # no screen yet
                 return False
+        return True
+
+    def why_disabled(self, action: str) -> str | None:
+        """Why ``check_action`` turns ``action`` off (the footer and the key's notice say it)."""
+        return self.readonly_reason if self.readonly and action in READONLY_DISABLED else None
+
+    async def run_action(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        """Run ``action``; one that is off here (a replay, ``--readonly``) says why instead."""
+        if await super().run_action(action, default_namespace, namespaces):
+            return True
+        notice = unavailable_notice(self, action, default_namespace or self, namespaces)
+        if notice is None:
+            return False
+        self.notify(notice.message, title=notice.title, severity=notice.severity)
         return True
 
     def show_replay_status(self) -> None:

@@ -1,5 +1,5 @@
-"""The app's one notice: what a key did, or why it did nothing, in a single toast that the next
-notice replaces.
+"""The app's one notice: what a key did, or why it did nothing (:func:`unavailable_notice`), in
+a single toast that the next notice replaces.
 
 Textual stacks a toast per notification, each for five seconds or more; ten presses of a key made
 ten toasts over half the screen. The app shows one at a time instead (:func:`keep_only`, called
@@ -12,16 +12,19 @@ the findings strip show them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from textual.actions import ActionError, ActionParseResult
 from textual.app import App
+from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
 
 from gputui.core.format import finding_text
 from gputui.core.model import Finding
 from gputui.health.rollup import where
+from gputui.tui.widgets.footer import why_disabled
 
 try:  # Textual's toast container (private); without it, replaced toasts leave empty holders
     from textual.widgets._toast import ToastHolder
@@ -32,6 +35,15 @@ NOTICE_TIMEOUT_S: dict[SeverityLevel, float] = {"information": 3.0, "warning": 6
 """The longest a notice stays, by severity (a shorter timeout asked for is kept)."""
 FINDING_SEVERITY: dict[str, SeverityLevel] = {"warn": "warning", "fail": "error"}
 """Finding severity -> notice severity; info and ok findings give no notice."""
+REPLAY = "replay"
+READ_ONLY = "read-only"
+"""Why signals, the probe and recording are off (``why_disabled``; the footer: ``k p R off:
+replay``)."""
+EXPLAINED = {
+    REPLAY: "a replay only shows a recording: no signals, no probe, no recording",
+    READ_ONLY: "gputui runs read-only (--readonly): no signals, no probe, no recording",
+}
+"""What the notice of a key that is off says about its reason."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,34 @@ def findings_notice(new: Sequence[Finding]) -> Notice | None:
     )
 
 
+def unavailable_notice(
+    app: App[Any],
+    action: str | ActionParseResult,
+    namespace: DOMNode,
+    namespaces: Mapping[str, DOMNode] | None = None,
+) -> Notice | None:
+    """Why ``action`` did nothing, when its namespace turned it off and says why (its
+    ``why_disabled``: a replay, ``--readonly``); None when it is not off that way."""
+    try:
+        target, name, parameters = app._parse_action(action, namespace, namespaces)
+    except ActionError:
+        return None
+    if target.check_action(name, parameters) is not None:
+        return None  # on, or hidden: not a key that is merely off here
+    reason = why_disabled(target, name)
+    if reason is None:
+        return None
+    return Notice(EXPLAINED.get(reason, reason), f"{_description(app, name)} is off", "warning")
+
+
+def _description(app: App[Any], action: str) -> str:
+    """What the footer calls ``action`` ("Signal", "Probe")."""
+    for active in app.screen.active_bindings.values():
+        if active.binding.action == action and active.binding.description:
+            return active.binding.description
+    return action.replace("_", " ").capitalize()
+
+
 def keep_only(app: App[Any]) -> None:
     """Forget the notice shown and take its toast off every screen (the next one replaces it).
     Textual's ToastRack would remove the toast and keep its holder, one per notice."""
@@ -78,10 +118,14 @@ def keep_only(app: App[Any]) -> None:
 
 
 __all__ = [
+    "EXPLAINED",
     "FINDING_SEVERITY",
     "NOTICE_TIMEOUT_S",
+    "READ_ONLY",
+    "REPLAY",
     "Notice",
     "findings_notice",
     "keep_only",
     "notice_timeout",
+    "unavailable_notice",
 ]

@@ -119,6 +119,7 @@ class DashboardScreen(Screen[None]):
         history: History,
         *,
         readonly: bool = False,
+        readonly_reason: str = "read-only",
         health_enabled: bool = False,
     ) -> None:
         super().__init__(id="dashboard")
@@ -127,6 +128,8 @@ class DashboardScreen(Screen[None]):
         self.node = node
         self.history = history
         self.readonly = readonly
+        self.readonly_reason = readonly_reason
+        """Why k is off with ``readonly`` (the footer and the key say it)."""
         self.health_enabled = health_enabled
         """Show health badges: a monitor is attached, or a snapshot has carried findings. Without
         either, no badge is drawn (an ``ok`` badge would claim checks that never ran)."""
@@ -349,13 +352,17 @@ class DashboardScreen(Screen[None]):
             screen.update_snapshot(latest)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # In --readonly the signal action is hidden from the footer and disabled; where gputui
-        # never signals the process under the cursor, k only says why.
+        # In --readonly (and a replay) the signal action is off, and says why (why_disabled);
+        # where gputui never signals the process under the cursor, k only says why.
         if action == "signal":
-            return not self.readonly and self.why_no_signal() is None
+            return None if self.readonly else self.why_no_signal() is None
         if action == "signal_refused":
             return not self.readonly and self.why_no_signal() is not None
         return True
+
+    def why_disabled(self, action: str) -> str | None:
+        """Why ``check_action`` turns ``action`` off (the footer and the key's notice say it)."""
+        return self.readonly_reason if self.readonly and action == "signal" else None
 
     def why_no_signal(self) -> str | None:
         """Why the process under the cursor is never signalled (None: it may be, the user's

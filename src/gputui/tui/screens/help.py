@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from gputui.tui.widgets.footer import KeyFooter, why_disabled
+
 PANELS_HELP: tuple[tuple[str, str], ...] = (
     (
         "Title bar",
@@ -161,6 +163,9 @@ def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
         description = HELP_DESCRIPTIONS.get(binding.id or "") or (
             binding.description or binding.action.replace("_", " ")
         )
+        reason = None if active.enabled else why_disabled(active.node, binding.action)
+        if reason is not None:
+            description += f" (off: {reason})"
         keys, _ = rows.setdefault(binding.action, ([], description))
         keys.append(_key_text(key))
     out = []
@@ -208,6 +213,7 @@ class HelpScreen(ModalScreen[None]):
         self.help_text = text
         with VerticalScroll(id="help-body"):
             yield Static(text, id="help-text")
+        yield KeyFooter()  # the help's keys, not the dashboard's under it
 
     def action_close(self) -> None:
         self.dismiss(None)
