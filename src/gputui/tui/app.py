@@ -41,7 +41,7 @@ from gputui.core.model import ProcessSample, Snapshot
 from gputui.core.playback import clamp_speed
 from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
 from gputui.health.rollup import NewFindings
-from gputui.host.signals import ProcessRef, SignalRefused
+from gputui.host.signals import ProcessRef
 from gputui.settings.model import Settings
 from gputui.tui import repaint_compositor, typeahead
 from gputui.tui.commands import GpuCommands
@@ -60,9 +60,10 @@ from gputui.tui.notice import (
     findings_notice,
     keep_only,
     notice_timeout,
+    signal_notice,
     unavailable_notice,
 )
-from gputui.tui.recording import RecordingSession, default_record_path
+from gputui.tui.recording import RecordingRefused, RecordingSession, start_session
 from gputui.tui.replay import ReplayStatus
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.themes import THEMES, data_colours
@@ -431,24 +432,17 @@ class GpuTuiApp(App[None]):
         """Write every reading from now on to a new file in :attr:`record_dir`."""
         if self.recording is not None or self.readonly:
             return
-        node = self.dashboard.node
-        for _attempt in range(3):  # another gputui may take the same name in the same second
-            path = default_record_path(node.hostname, self.record_dir)
-            try:
-                session = RecordingSession(path, node=node, on_error=self._post_recording_error)
-                break
-            except FileExistsError:
-                continue
-            except Exception as exc:  # unwritable directory, no such directory, ...
-                self.notify(f"could not record to {path}: {exc}", title="record", severity="error")
-                return
-        else:
-            self.notify(f"could not record to {path}: it exists", title="record", severity="error")
+        try:
+            session = start_session(
+                self.dashboard.node, self.record_dir, self._post_recording_error
+            )
+        except RecordingRefused as refused:
+            self.notify(str(refused), title="record", severity="error")
             return
         self.recording = session
         self.sampler.add_listener(session.write)
         self.dashboard.show_recording(True)
-        self.notify(f"recording to {path}", title="record", timeout=4)
+        self.notify(f"recording to {session.path}", title="record", timeout=4)
 
     def stop_recording(self, *, quiet: bool = False) -> None:
         """Detach the recorder and close its file."""
@@ -616,20 +610,10 @@ class GpuTuiApp(App[None]):
             self.post_message(SignalSent(process, sig))
 
     def on_signal_sent(self, message: SignalSent) -> None:
-        name = message.sig.name
-        who = f"PID {message.process.pid}"
-        if message.error is None:
-            self.notify(f"sent {name} to {who}", timeout=4)
-            if self.start_sampler:
-                self.sampler.refresh_now()
-        elif isinstance(message.error, SignalRefused):
-            self.notify(str(message.error), title=f"{name} not sent", severity="warning")
-        elif isinstance(message.error, ProcessLookupError):
-            self.notify(f"{who} has already exited", severity="warning")
-        elif isinstance(message.error, PermissionError):
-            self.notify(f"not allowed to signal {who}", severity="error")
-        else:
-            self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
+        notice = signal_notice(message.process.pid, message.sig, message.error)
+        self.notify(notice.message, title=notice.title, severity=notice.severity)
+        if message.error is None and self.start_sampler:
+            self.sampler.refresh_now()
 
 
 __all__ = ["GpuTuiApp"]

@@ -12,6 +12,7 @@ the findings strip show them.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from textual.notifications import SeverityLevel
 from gputui.core.format import finding_text
 from gputui.core.model import Finding
 from gputui.health.rollup import where
+from gputui.host.signals import SignalRefused
 from gputui.tui.widgets.footer import why_disabled
 
 try:  # Textual's toast container (private); without it, replaced toasts leave empty holders
@@ -78,6 +80,20 @@ def findings_notice(new: Sequence[Finding]) -> Notice | None:
     )
 
 
+def signal_notice(pid: int, sig: signal.Signals, error: BaseException | None) -> Notice:
+    """What became of a signal: sent, or why not."""
+    name, who = sig.name, f"PID {pid}"
+    if error is None:
+        return Notice(f"sent {name} to {who}")
+    if isinstance(error, SignalRefused):
+        return Notice(str(error), f"{name} not sent", "warning")
+    if isinstance(error, ProcessLookupError):
+        return Notice(f"{who} has already exited", severity="warning")
+    if isinstance(error, PermissionError):
+        return Notice(f"not allowed to signal {who}", severity="error")
+    return Notice(f"could not send {name} to {who}: {error}", severity="error")
+
+
 def unavailable_notice(
     app: App[Any],
     action: str | ActionParseResult,
@@ -127,5 +143,6 @@ __all__ = [
     "findings_notice",
     "keep_only",
     "notice_timeout",
+    "signal_notice",
     "unavailable_notice",
 ]
