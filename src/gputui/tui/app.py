@@ -9,12 +9,16 @@ Recording (key R) attaches a :class:`~gputui.tui.recording.RecordingSession` to 
 listener. Replay mode (the sampler reads a ``ReplayBackend``) swaps the display pause for the
 replay's play/pause on space, adds seek and speed keys, and disables signals and recording.
 ``--readonly`` disables everything that acts on the node or writes a file: signals (k), the probe
-(p, it loads the GPUs) and recording (R); each is gone from the footer, the help and the palette.
+(p, it loads the GPUs) and recording (R); each is gone from the palette, and the footer and the
+help show it off, with why (``why_disabled``), as a press of the key says (:meth:`run_action`).
+
+Notices (:mod:`gputui.tui.notice`) come one at a time, the newest replacing the one shown; keys
+typed right after Esc stay separate keys (:mod:`gputui.tui.typeahead`).
 
 The run's :class:`~gputui.settings.Settings` give the theme (gputui's own are registered beside
 Textual's: :mod:`gputui.tui.themes`, which also derives the data colours from the theme), the
 keymap (``App.set_keymap``), read-only mode and where recordings go; what could not be used from
-the config file shows as a notification too.
+the config file shows as a notice too.
 
 SIGTERM and SIGHUP end the app the way q does (:mod:`gputui.tui.exit_signals`).
 """

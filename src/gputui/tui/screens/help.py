@@ -43,7 +43,8 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "each GPU panel's frame shows a badge: '✔ ok', '▲ warn' or '✖ fail', the worst of that "
         "GPU's active findings; the title bar sums up the node ('✔ healthy', '▲ 2 warnings', "
         "'✖ 1 failure', node-wide findings included). While something is wrong, a line under "
-        "the host strip names it. A new warning or failure also shows a notification, once. "
+        "the host strip names it. A warning or failure that comes up later also shows a short "
+        "notice, once (what the first reading finds is in the title bar and that line). "
         "Press h for every finding with its hint; findings that have cleared stay listed until "
         "acknowledged there (a: the selected one, A: all cleared ones).",
     ),
