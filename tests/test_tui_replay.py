@@ -311,6 +311,34 @@ async def test_a_burst_of_replay_keys_at_the_end_gives_no_notice(fake_replay) ->
         assert "×8 end" in title(app)
 
 
+async def test_after_a_seek_the_findings_there_give_no_notice(fake_replay) -> None:
+    """A seek lands among findings the title bar already counts: no notice for them; one that
+    comes up while the replay plays on gets its notice."""
+    import dataclasses
+
+    from tests.factories import T
+
+    from gputui.core.model import Finding
+
+    def finding(gpu: int) -> Finding:
+        return Finding("gpu_lost", "fail", "is lost", "", gpu, f"gpu_lost:{gpu}", T, T, True)
+
+    async def show_with(app, pilot, sampler, findings) -> None:
+        snapshot = dataclasses.replace(sampler.poll(), findings=findings)
+        app.post_message(SnapshotReady(snapshot))
+        await pilot.pause()
+
+    _, sampler = fake_replay(position=600.0)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await show_with(app, pilot, sampler, ())
+        await pilot.press("right_square_bracket")
+        await show_with(app, pilot, sampler, (finding(1), finding(2)))
+        assert messages(app) == []
+        await show_with(app, pilot, sampler, (finding(1), finding(2), finding(3)))
+        assert messages(app) == ["is lost"]
+
+
 async def test_replay_disables_signals_and_recording(fake_replay, tmp_path) -> None:
     _, sampler = fake_replay()
     app = GpuTuiApp(sampler, start_sampler=False, record_dir=tmp_path)
