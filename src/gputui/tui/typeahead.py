@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable
-from functools import partial
+from functools import cache, partial
 
 from textual import events
 from textual._xterm_parser import XTermParser
@@ -74,6 +74,7 @@ class TypeAheadDriver(LinuxDriver):
             setattr(linux_driver, _PARSER, XTermParser)
 
 
+@cache
 def private_api_problem() -> str | None:
     """Why Textual's parser or driver is not what this module was written for (None: it is)."""
     if getattr(linux_driver, _PARSER, None) is not XTermParser:
