@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests.fakes.terminal import Terminal
 
-from gputui.tui.app import HUNG_UP_GRACE_S, SIGNAL_EXIT_GRACE_S
+from gputui.tui.exit_signals import HUNG_UP_GRACE_S, SIGNAL_EXIT_GRACE_S
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="pseudo-terminals as on Linux")
 

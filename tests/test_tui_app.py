@@ -289,16 +289,17 @@ async def choose(pilot, key: str) -> None:
     await pilot.press(key)
 
 
-async def test_readonly_removes_the_signal_binding(sim_sampler) -> None:
+async def test_readonly_turns_the_signal_key_off(sim_sampler) -> None:
     sampler = sim_sampler("dgx-h100", polls=3)
     app = GpuTuiApp(sampler, readonly=True, start_sampler=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        actions = {b.binding.action for b in app.screen.active_bindings.values()}
-        assert "signal" not in actions
+        on = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert "signal" not in on
         await pilot.press("k")
         assert isinstance(app.screen, DashboardScreen)
-        assert "Signal" not in screen_text(app)
+        assert "k Signal" not in screen_text(app)
+        assert "k p R off: read-only" in screen_text(app)
 
 
 async def test_k_confirms_then_signals_off_the_ui_thread(sim_sampler, monkeypatch) -> None:
@@ -344,8 +345,8 @@ async def test_signal_refused_by_permissions_is_explained(sim_sampler, monkeypat
 
 
 async def test_readonly_disables_the_probe_and_recording_too(sim_sampler, tmp_path) -> None:
-    """--readonly: no signals (k), no probe (p: it loads the GPUs), no recording (R): gone from
-    the footer, the help's keys and the palette, and the keys do nothing."""
+    """--readonly: no signals (k), no probe (p: it loads the GPUs), no recording (R): off in the
+    footer and the help's keys (with why), gone from the palette, and the keys only say why."""
     from gputui.tui.commands import gputui_commands
 
     for readonly in (False, True):
@@ -353,7 +354,7 @@ async def test_readonly_disables_the_probe_and_recording_too(sim_sampler, tmp_pa
         app = GpuTuiApp(sampler, readonly=readonly, start_sampler=False, record_dir=tmp_path)
         async with app.run_test(size=(200, 40)) as pilot:
             await pilot.pause()
-            actions = {b.binding.action for b in app.screen.active_bindings.values()}
+            actions = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
             footer = screen_text(app).splitlines()[-1]
             titles = {title for title, _, _ in gputui_commands(app)}
             await pilot.press("question_mark")
@@ -368,10 +369,14 @@ async def test_readonly_disables_the_probe_and_recording_too(sim_sampler, tmp_pa
                 continue
             assert not actions & {"signal", "probe", "toggle_record"}
             assert not any(word in footer for word in ("Signal", "Probe", "Record"))
+            assert "k p R off: read-only" in footer
             assert not titles & {"Run the probe", "Start recording"}
-            assert "Run the probe" not in help_text and "recording to a file" not in help_text
-            await pilot.press("p", "R", "k")
-            await pilot.pause()
+            assert "Run the probe (off: read-only)" in help_text
+            assert "recording to a file (off: read-only)" in help_text
+            for key, what in (("p", "Probe"), ("R", "Record"), ("k", "Signal")):
+                await pilot.press(key)
+                await pilot.pause()
+                assert [n.title for n in app._notifications] == [f"{what} is off"]
             assert isinstance(app.screen, DashboardScreen)
             app.action_probe()  # and the actions themselves refuse
             app.start_recording()
@@ -670,7 +675,7 @@ async def test_run_handles_sigterm_and_sighup_then_gives_them_back(sim_sampler) 
     """While the app runs, SIGTERM/SIGHUP are the app's (they end it like q; see
     tests/test_terminal.py for real signals); afterwards the previous handlers are back, and
     run() still returns what the app exited with."""
-    from gputui.tui.app import EXIT_SIGNALS
+    from gputui.tui.exit_signals import EXIT_SIGNALS
 
     before = {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS}
     during = {}

@@ -21,7 +21,7 @@ from gputui.core.model import Finding, GpuSample, Snapshot
 from gputui.engine.sampler import Sampler
 from gputui.health import RULES, HealthConfig
 from gputui.health.rollup import badge_text, gpu_status, node_summary, status_of, worst
-from gputui.tui.app import MAX_FINDING_TOASTS, GpuTuiApp
+from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.messages import SnapshotReady
 from gputui.tui.screens.findings import FindingsScreen
@@ -157,7 +157,7 @@ class Toasts:
         monkeypatch.setattr(app, "notify", notify)
 
     def health(self) -> list[tuple[str, str, str]]:
-        return [c for c in self.calls if c[1].startswith(("GPU", "node", "health"))]
+        return [c for c in self.calls if c[1].startswith(("GPU", "node")) or "health" in c[1]]
 
 
 # -- pure helpers ---------------------------------------------------------------------------------
@@ -401,15 +401,15 @@ async def test_notification_once_per_new_finding(sim_sampler, monkeypatch) -> No
         for _ in range(3):
             await show(app, pilot, sampler, (LOST, ECC_HISTORY))
         await show(app, pilot, sampler, (LOST, THERMAL, OLD_DRIVER))
-        assert toasts.health() == [
-            (shown(LOST), "GPU 3", "error"),
-            (shown(THERMAL), "GPU 5", "warning"),
-            (shown(OLD_DRIVER), "node", "warning"),
-        ]
+        # Two new ones in one reading: one notice, the worst first.
+        assert toasts.health()[1:] == [
+            (f"GPU 5: {shown(THERMAL)} (and 1 more: h shows them all)", "2 new health findings",
+             "warning"),
+        ]  # fmt: skip
         # Clears and comes back while still listed: not again.
         await show(app, pilot, sampler, (LOST, dataclasses.replace(THERMAL, active=False)))
         await show(app, pilot, sampler, (LOST, THERMAL))
-        assert len(toasts.health()) == 3
+        assert len(toasts.health()) == 2
         # Gets worse under the same key: once more.
         worse = thermal(5, "hw_thermal")
         assert (worse.key, worse.severity) == (THERMAL.key, "fail")
@@ -419,24 +419,42 @@ async def test_notification_once_per_new_finding(sim_sampler, monkeypatch) -> No
         await show(app, pilot, sampler, (LOST,))
         await show(app, pilot, sampler, (LOST, THERMAL))
         assert toasts.health()[-1] == (shown(THERMAL), "GPU 5", "warning")
-        assert len(toasts.health()) == 5
+        assert len(toasts.health()) == 4
         # Also while paused: a finding is never silent.
         app.set_paused(True)
         await show(app, pilot, sampler, (LOST, THERMAL, ECC_CLEARED, lost(7)))
-        assert toasts.health()[5:] == [(shown(lost(7)), "GPU 7", "error")]
+        assert toasts.health()[4:] == [(shown(lost(7)), "GPU 7", "error")]
 
 
-async def test_many_new_findings_at_once_are_summed_up(sim_sampler, monkeypatch) -> None:
+async def test_the_first_readings_findings_give_no_notice(sim_sampler, monkeypatch) -> None:
+    """At start the title bar counts the findings and the strip names them: no toasts over the
+    panels. A finding that comes later gets its notice."""
     sampler = sim_sampler("faulty", polls=30)
     app = GpuTuiApp(sampler, start_sampler=False)
     async with app.run_test(size=(120, 40)) as pilot:
         toasts = Toasts(app, monkeypatch)
+        await show(app, pilot, sampler, (LOST, THERMAL, OLD_DRIVER))
+        assert toasts.calls == [] and len(app._notifications) == 0
+        assert "✖ 1 failure, 2 warnings" in title(app)
+        assert app.dashboard.findings_strip.display
+        await show(app, pilot, sampler, (LOST, THERMAL, OLD_DRIVER, lost(7)))
+        assert toasts.health() == [(shown(lost(7)), "GPU 7", "error")]
+
+
+async def test_many_new_findings_at_once_are_one_notice(sim_sampler, monkeypatch) -> None:
+    sampler = sim_sampler("faulty", polls=30)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        toasts = Toasts(app, monkeypatch)
+        await show(app, pilot, sampler, ())
         await show(app, pilot, sampler, [lost(i) for i in range(6)])
-        calls = toasts.health()
-        assert len(calls) == MAX_FINDING_TOASTS
-        assert calls[-1] == ("4 more health findings: press h to see them all", "health", "error")
+        assert toasts.health() == [
+            (f"GPU 0: {shown(lost(0))} (and 5 more: h shows them all)", "6 new health findings",
+             "error"),
+        ]  # fmt: skip
+        assert len(app._notifications) == 1
         await show(app, pilot, sampler, [lost(i) for i in range(6)])
-        assert len(toasts.health()) == MAX_FINDING_TOASTS
+        assert len(toasts.health()) == 1
 
 
 # -- readonly, help, palette ----------------------------------------------------------------------

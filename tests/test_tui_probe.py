@@ -285,12 +285,13 @@ async def test_probe_hidden_in_replay(sim_sampler, tmp_path) -> None:
     app = GpuTuiApp(sampler, start_sampler=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.check_action("probe", ()) is False
-        assert "p" not in [k for k, _ in key_rows(app.dashboard)]
+        assert app.check_action("probe", ()) is None  # off, and the footer says why
+        assert ("p", "Run the probe (off: replay)") in key_rows(app.dashboard)
         assert "Run the probe" not in [title for title, _, _ in gputui_commands(app)]
         await pilot.press("p")
         await pilot.pause()
         assert not isinstance(app.screen, ProbeScreen)
+        assert [n.title for n in app._notifications] == ["Probe is off"]
 
 
 async def test_summary_names_throttling(sim_sampler, monkeypatch) -> None:

@@ -157,10 +157,13 @@ async def test_k_k_sends_nothing(sim_sampler, allowed, monkeypatch, dialog_clock
         await settle(app, pilot)
         assert isinstance(app.screen, ConfirmSignalScreen)
         dialog_clock.now += 5.0
-        await pilot.press("k", "i")
+        await pilot.press("k")
+        await settle(app, pilot)
+        assert any("K (upper-case) kills" in n for n in notes(app))
+        await pilot.press("i")
         await settle(app, pilot)
         assert isinstance(app.screen, ConfirmSignalScreen)
-        assert any("K (upper-case) kills" in n for n in notes(app))
+        assert notes(app) == ["I (upper-case) interrupts; esc cancels"]  # one notice at a time
     assert allowed == []
 
 

@@ -327,6 +327,8 @@ async def test_a_different_private_api_at_install_keeps_the_stock_compositor(
     """A Textual whose ChopsUpdate takes another argument: logged once, Textual draws."""
     from textual._compositor import ChopsUpdate, Compositor
 
+    from gputui.tui.span_compositor import SpanCompositor
+
     original = ChopsUpdate.__init__
 
     def grown(self, chops, spans, chop_ends, cursor=None) -> None:
@@ -340,7 +342,7 @@ async def test_a_different_private_api_at_install_keeps_the_stock_compositor(
             assert type(app.dashboard._compositor) is Compositor
             await pilot.press("t")  # a second screen that would install it
             await pilot.pause()
-            assert type(app.screen._compositor) is Compositor
+            assert not isinstance(app.screen._compositor, SpanCompositor)
             written = re.sub(r"\x1b\[[0-9;]*m", "", "".join(RecordingDriver.written))
             assert "NVIDIA H100" in written and "NV18" in written  # both screens drawn
             RecordingDriver.written.clear()
@@ -417,3 +419,40 @@ async def test_a_failing_render_falls_back_for_that_update(
         assert "".join(RecordingDriver.written)
         assert type(app.dashboard._compositor) is Compositor
     assert len(span_warnings) == 1 and "_segments" in span_warnings[0]
+
+
+# -- what the terminal shows after a notification goes -------------------------------------------
+
+
+async def test_expired_notifications_leave_no_cells_behind(sim_sampler) -> None:
+    """Toasts that expire (a burst of them, as keys at the end of a replay made) are repainted
+    over on every screen: the terminal shows what the screen holds, on the dashboard (whose
+    panels repaint only the cells that change) and on the findings screen."""
+    from tests.fakes.screen import TerminalScreen
+
+    class ScreenDriver(HeadlessDriver):
+        terminal = TerminalScreen(120, 40)
+
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def write(self, data: str) -> None:
+            ScreenDriver.terminal.feed(data)
+
+    sampler = sim_sampler("faulty", polls=5)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    app.driver_class = ScreenDriver
+    async with app.run_test(headless=False, size=(120, 40), notifications=True) as pilot:
+        await show(app, pilot, sampler)
+        for key in ("", "h"):
+            if key:
+                await pilot.press(key)
+            for i in range(12):  # more than the screen holds: the oldest are pushed off the top
+                app.notify(f"notice {i} " + "x" * 40, title="replay", timeout=0.4 + i * 0.03)
+                await pilot.pause(0.03)
+            await pilot.pause(1.2)  # every one has expired
+            await pilot.pause()
+            assert not app._notifications
+            shown = [strip.text for strip in app.screen._compositor.render_strips()]
+            assert ScreenDriver.terminal.lines == shown

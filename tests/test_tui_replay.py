@@ -22,6 +22,7 @@ from gputui.tui.messages import SnapshotReady
 from gputui.tui.recording import RecordingSession, default_record_path
 from gputui.tui.replay import ReplayStatus, fmt_hms
 from gputui.tui.screens.help import HelpScreen, key_rows
+from gputui.tui.widgets.footer import KeyFooter
 
 pytestmark = pytest.mark.usefixtures("tui_env")
 
@@ -111,6 +112,11 @@ def binding_ids(app: GpuTuiApp) -> set[str]:
     return {b.binding.id for b in app.screen.active_bindings.values() if b.binding.id}
 
 
+def on(app: GpuTuiApp) -> set[str]:
+    """The ids of the bindings that do something here (not off)."""
+    return {b.binding.id for b in app.screen.active_bindings.values() if b.binding.id and b.enabled}
+
+
 def messages(app: GpuTuiApp) -> list[str]:
     return [n.message for n in app._notifications]
 
@@ -185,7 +191,8 @@ async def test_speed_is_clamped_to_the_backend_range(fake_replay) -> None:
         assert backend.speed == 64.0
         await pilot.press(*["less_than_sign"] * 10)
         assert backend.speed == 0.25
-        assert "replay speed ×0.25" in messages(app)
+        assert "×0.25" in title(app)
+        assert messages(app) == []  # the title bar shows the speed: no notice
 
 
 async def test_a_seek_clears_the_history_and_asks_for_a_reading(fake_replay, monkeypatch) -> None:
@@ -227,7 +234,10 @@ async def test_replay_mode_bindings_help_and_palette(fake_replay) -> None:
         await show(app, pilot, sampler)
         ids = binding_ids(app)
         assert ids >= REPLAY_IDS
-        assert not {"pause", "record", "signal"} & ids  # read-only, and no display pause
+        assert "pause" not in ids  # no display pause: space plays and pauses the replay
+        # Read-only: signals, the probe and recording are off, and the footer says why.
+        assert {"record", "signal", "probe"} <= ids and not {"record", "signal", "probe"} & on(app)
+        assert "k p R off: replay" in app.screen.query_one(KeyFooter).shown_keys
         assert app.readonly and app.dashboard.readonly
         rows = dict(key_rows(app.dashboard))
         assert rows["←"] == "Replay: back 10 s"
@@ -276,13 +286,57 @@ async def test_the_end_of_the_recording_pauses_and_space_plays_it_again(fake_rep
         backend.position = backend.end
         await show(app, pilot, sampler)
         assert backend.calls == [("set_paused", True)]
-        assert messages(app).count("end of recording") == 1
         assert "REPLAY 01:00:00 / 01:00:00 ×1 end" in title(app)
-        await show(app, pilot, sampler)  # said once
-        assert messages(app).count("end of recording") == 1
+        assert messages(app) == []  # the title bar says it: no notice
+        await show(app, pilot, sampler)
+        assert backend.calls == [("set_paused", True)]  # paused once
         await pilot.press("space")
         assert backend.calls[1:] == [("seek", T0), ("set_paused", False)]
         assert "REPLAY 00:00:00 / 01:00:00 ×1 ▶" in title(app)
+
+
+async def test_a_burst_of_replay_keys_at_the_end_gives_no_notice(fake_replay) -> None:
+    """Speed, seeks and the end of the recording are in the title bar: no toasts for them (a
+    burst of them left pieces of old toasts on the panels)."""
+    backend, sampler = fake_replay(position=HOUR - 1)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await show(app, pilot, sampler)
+        backend.position = backend.end
+        await show(app, pilot, sampler)
+        keys = ["greater_than_sign", "less_than_sign", "right", "left", "full_stop", "end"] * 3
+        await pilot.press(*keys)
+        await show(app, pilot, sampler)
+        assert messages(app) == []
+        assert "×8 end" in title(app)
+
+
+async def test_after_a_seek_the_findings_there_give_no_notice(fake_replay) -> None:
+    """A seek lands among findings the title bar already counts: no notice for them; one that
+    comes up while the replay plays on gets its notice."""
+    import dataclasses
+
+    from tests.factories import T
+
+    from gputui.core.model import Finding
+
+    def finding(gpu: int) -> Finding:
+        return Finding("gpu_lost", "fail", "is lost", "", gpu, f"gpu_lost:{gpu}", T, T, True)
+
+    async def show_with(app, pilot, sampler, findings) -> None:
+        snapshot = dataclasses.replace(sampler.poll(), findings=findings)
+        app.post_message(SnapshotReady(snapshot))
+        await pilot.pause()
+
+    _, sampler = fake_replay(position=600.0)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await show_with(app, pilot, sampler, ())
+        await pilot.press("right_square_bracket")
+        await show_with(app, pilot, sampler, (finding(1), finding(2)))
+        assert messages(app) == []
+        await show_with(app, pilot, sampler, (finding(1), finding(2), finding(3)))
+        assert messages(app) == ["is lost"]
 
 
 async def test_replay_disables_signals_and_recording(fake_replay, tmp_path) -> None:
@@ -460,7 +514,7 @@ async def test_replaying_a_real_recording(recording) -> None:
         await show(app, pilot, sampler)
         assert app.replay is backend and app.readonly
         assert "REPLAY 00:00:00 / 00:02:59 ×1 paused" in title(app)
-        assert not binding_ids(app) & {"record", "pause", "signal"}
+        assert not on(app) & {"record", "pause", "signal"}
         await pilot.press("right", "right_square_bracket")
         assert backend.position == T0 + 70
         snapshot = await show(app, pilot, sampler)
@@ -477,7 +531,6 @@ async def test_replaying_a_real_recording(recording) -> None:
         await pilot.press("end")
         await show(app, pilot, sampler)
         assert backend.paused and backend.at_end
-        assert "end of recording" in messages(app)
         assert "REPLAY 00:02:59 / 00:02:59 ×8 end" in title(app)
         await pilot.press("space")
         assert backend.position == T0 and not backend.paused

@@ -18,6 +18,7 @@ from gputui.tui.screens.environ import EnvironScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen, key_rows
 from gputui.tui.screens.probe import ProbeScreen
+from gputui.tui.screens.probe_panels import ProbeList
 from gputui.tui.screens.process_detail import ProcessDetailScreen
 from gputui.tui.screens.topology import TopologyScreen
 from gputui.tui.themes import (
@@ -108,6 +109,7 @@ def test_the_keymap_ids_are_the_dashboards_bindings() -> None:
         FindingsScreen,
         TopologyScreen,
         ProbeScreen,
+        ProbeList,
         HelpScreen,
         EnvironScreen,
     )

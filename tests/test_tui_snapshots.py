@@ -107,6 +107,22 @@ def test_filter_typing_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(app, run_before=type_filter, terminal_size=(120, 40))
 
 
+def test_signal_dialog_120x40(snap_compare, sim_sampler, monkeypatch) -> None:
+    """Key k on one's own process: the dialog, and the footer with the dialog's keys (not the
+    dashboard's under it)."""
+    from gputui.tui import permissions
+
+    monkeypatch.setattr(permissions, "can_signal", lambda process: (True, ""))
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, press=["k"], terminal_size=(120, 40))
+
+
+def test_help_120x40(snap_compare, sim_sampler) -> None:
+    """Key ?: every key, and the footer with the help's own (esc closes it)."""
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, press=["question_mark"], terminal_size=(120, 40))
+
+
 # -- health findings ------------------------------------------------------------------------------
 
 T0 = 1_700_000_000.0
@@ -239,7 +255,8 @@ def test_topology_mi300x_120x40(snap_compare, sim_sampler) -> None:
 def test_replay_dgx_h100_120x40(snap_compare, sim_sampler, tmp_path) -> None:
     """gputui --replay: a three-minute recording of the simulated DGX played from 0:30 for a
     minute, then paused at 1:30 and set to ×4. The title bar shows "REPLAY 00:01:30 / 00:02:59
-    ×4 paused" instead of the interval; the footer has play/pause and the seek keys."""
+    ×4 paused" instead of the interval; the footer has play/pause and the seek keys, and says
+    that k, p and R are off in a replay."""
     from gputui.backends.replay import ReplayBackend
     from gputui.core.record import Recorder
     from gputui.engine.session import sampler_for

@@ -336,6 +336,7 @@ KEYS_BY_NAME = {key.name: key for key in KEYS}
 
 KEYMAP: dict[str, tuple[str, str]] = {
     "quit": ("q", "quit"),
+    "quit.interrupt": ("ctrl+c", "quit, also while typing in a filter or a dialog"),
     "help": ("question_mark", "help screen"),
     "health": ("h", "health findings"),
     "topology": ("t", "topology"),
@@ -381,12 +382,14 @@ KEYMAP: dict[str, tuple[str, str]] = {
     "environ.close": ("escape,q,e", "close the environment"),
     "health.ack": ("a", "acknowledge the selected finding"),
     "health.ack_all": ("A", "acknowledge every cleared finding"),
-    "health.close": ("escape,q", "close the findings"),
+    "health.close": ("escape,q,h", "close the findings"),
     **{f"topology.gpu.{i}": (str(i), f"topology of GPU {i}") for i in range(10)},
     "topology.gpu.all": ("a", "topology of every GPU"),
     "topology.close": ("escape,q,t", "close the topology"),
     "probe.start": ("enter", "start the probe"),
     "probe.close": ("escape,q,p", "close the probe"),
+    "probe.toggle": ("space", "check or uncheck a GPU or a test in the probe"),
+    "probe.next": ("tab", "the probe's next list or button"),
     "help.close": ("escape,q,question_mark", "close the help"),
     "replay.play": ("space", "replay: play / pause"),
     "replay.back": ("left", "replay: back 10 s"),

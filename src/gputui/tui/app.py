@@ -9,47 +9,48 @@ Recording (key R) attaches a :class:`~gputui.tui.recording.RecordingSession` to 
 listener. Replay mode (the sampler reads a ``ReplayBackend``) swaps the display pause for the
 replay's play/pause on space, adds seek and speed keys, and disables signals and recording.
 ``--readonly`` disables everything that acts on the node or writes a file: signals (k), the probe
-(p, it loads the GPUs) and recording (R); each is gone from the footer, the help and the palette.
+(p, it loads the GPUs) and recording (R); each is gone from the palette, and the footer and the
+help show it off, with why (``why_disabled``), as a press of the key says (:meth:`run_action`).
+
+Notices (:mod:`gputui.tui.notice`) come one at a time, the newest replacing the one shown; keys
+typed right after Esc stay separate keys (:mod:`gputui.tui.typeahead`).
 
 The run's :class:`~gputui.settings.Settings` give the theme (gputui's own are registered beside
 Textual's: :mod:`gputui.tui.themes`, which also derives the data colours from the theme), the
 keymap (``App.set_keymap``), read-only mode and where recordings go; what could not be used from
-the config file shows as a notification too.
+the config file shows as a notice too.
 
-SIGTERM and SIGHUP end the app the way q does (the terminal is restored), with exit status
-128 + the signal's number; a shutdown that does not finish within :data:`SIGNAL_EXIT_GRACE_S`
-(a terminal that has gone away can block the output thread) is cut short with the same status.
+SIGTERM and SIGHUP end the app the way q does (:mod:`gputui.tui.exit_signals`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
 import signal
-import sys
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
+from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.notifications import SeverityLevel
+from textual.dom import DOMNode
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
-from gputui.core.format import finding_text, fmt_interval
+from gputui.core.format import fmt_interval
 from gputui.core.model import ProcessSample, Snapshot
 from gputui.core.playback import clamp_speed
 from gputui.engine.sampler import INTERVAL_PRESETS, Sampler
-from gputui.health.rollup import NewFindings, where
+from gputui.health.rollup import NewFindings
 from gputui.host.environ import environ_reader
-from gputui.host.signals import ProcessRef, SignalRefused
+from gputui.host.signals import ProcessRef
 from gputui.settings.model import Settings
+from gputui.tui import repaint_compositor, typeahead
 from gputui.tui.commands import GpuCommands
+from gputui.tui.exit_signals import catch_exit_signals, restore_signals, start_exit_deadline
 from gputui.tui.messages import (
     AcknowledgeFindings,
     RecordingFailed,
@@ -58,32 +59,31 @@ from gputui.tui.messages import (
     SignalSent,
     SnapshotReady,
 )
-from gputui.tui.recording import RecordingSession, default_record_path
-from gputui.tui.replay import ReplayStatus, fmt_speed
+from gputui.tui.notice import (
+    READ_ONLY,
+    REPLAY,
+    findings_notice,
+    keep_only,
+    notice_timeout,
+    signal_notice,
+    unavailable_notice,
+)
+from gputui.tui.recording import RecordingRefused, RecordingSession, start_session
+from gputui.tui.replay import ReplayStatus
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.themes import THEMES, data_colours
 
 if TYPE_CHECKING:
     from gputui.tui.screens.probe import ProbeScreen, ProbeSession
 
-NOTIFY_SEVERITY: dict[str, SeverityLevel] = {"warn": "warning", "fail": "error"}
-"""Finding severity -> notification severity; info and ok findings do not notify."""
-MAX_FINDING_TOASTS = 3
-"""New findings in one reading beyond this many are summed up in one notification."""
 LIGHT_THEME = "textual-light"
 DARK_THEME = "textual-dark"
 REPLAY_SEEK_ACTIONS = frozenset({"replay_seek", "replay_start", "replay_end"})
 """Bound to cursor keys (with priority, over the process table's): only on the dashboard, and
 never while typing in the filter."""
 READONLY_DISABLED = frozenset({"toggle_record", "probe"})
-"""App actions ``--readonly`` disables (and hides); the dashboard disables its signal action."""
-EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that end the app cleanly (as q does) instead of killing it with the terminal still in
-the alternate screen, the cursor hidden and mouse reporting on."""
-SIGNAL_EXIT_GRACE_S = 5.0
-"""After SIGTERM/SIGHUP the process exits within this long, even when shutting down blocks."""
-HUNG_UP_GRACE_S = 1.0
-"""The same when the terminal has gone away (nothing to restore; the output thread may block)."""
+"""App actions ``--readonly`` disables (the footer shows them off, with why; the key says why);
+the dashboard disables its signal action."""
 
 
 class GpuTuiApp(App[None]):
@@ -97,6 +97,9 @@ class GpuTuiApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
+        # As in htop and nvtop; a priority key, so it quits while typing in a filter or a dialog
+        # too (Textual's ctrl+q still does as well).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="quit.interrupt"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("h", "health", "Health", id="health"),
         Binding("t", "topology", "Topology", id="topology"),
@@ -155,6 +158,7 @@ class GpuTuiApp(App[None]):
         # A recording cannot be signalled: replay is always read-only.
         readonly = readonly or settings.readonly or self.replay is not None
         self.readonly = readonly
+        self.readonly_reason = REPLAY if self.replay is not None else READ_ONLY
         self.record_dir = Path(record_dir if record_dir is not None else settings.record_dir)
         self.recording: RecordingSession | None = None
         self._replay_ended = False
@@ -165,11 +169,16 @@ class GpuTuiApp(App[None]):
         self._last_error = ""
         self.new_findings = NewFindings(("warn", "fail"))
         """Which findings were already notified (see :meth:`notify_findings`)."""
+        self._quiet_findings = True
+        """The next reading's findings are taken without a notice: the first one, and the first
+        after a seek (the title bar and the findings strip show them)."""
         self.notes = [problem.message for problem in settings.problems]
         """What could not be used from the settings: notified once the app runs."""
         self.theme_problem = self._use_theme(theme, settings)
         self._dark_theme = self.theme if self.current_theme.dark else DARK_THEME
         self.set_keymap(settings.keymap_dict)
+        # Esc and a key typed right after it are two keys, not Alt+key (gputui.tui.typeahead).
+        self.driver_class = typeahead.driver_class(self.driver_class, settings.keymap_dict.values())
         node = sampler.node
         if node is None:  # the CLI opens the sampler first; be forgiving in scripts
             node = sampler.open()
@@ -177,6 +186,7 @@ class GpuTuiApp(App[None]):
             node,
             sampler.history,
             readonly=readonly,
+            readonly_reason=self.readonly_reason,
             health_enabled=sampler.health is not None,
             environ_reader=environ_reader(sampler.local_processes),
         )
@@ -210,47 +220,26 @@ class GpuTuiApp(App[None]):
         before the terminal is switched to the alternate screen until after it is restored.
         Returns what the app exited with (``App.exit(result)``)."""
         loop = asyncio.get_running_loop()
-        caught = self._catch_exit_signals(loop)
+        caught = catch_exit_signals(loop, self._exit_on_signal)
         try:
             return await super().run_async(*args, **kwargs)
         finally:
-            for sig, previous in caught.items():
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, previous)
-
-    def _catch_exit_signals(
-        self, loop: asyncio.AbstractEventLoop
-    ) -> dict[signal.Signals, signal.Handlers | int | Callable[..., Any]]:
-        """Handle :data:`EXIT_SIGNALS` on the event loop; the handlers they replace."""
-        caught: dict[signal.Signals, signal.Handlers | int | Callable[..., Any]] = {}
-        if threading.current_thread() is not threading.main_thread():
-            return caught  # only the main thread may set signal handlers
-        for sig in EXIT_SIGNALS:
-            previous = signal.getsignal(sig)
-            if previous is signal.SIG_IGN:
-                continue  # started under nohup (or the like): leave it ignored
-            try:
-                loop.add_signal_handler(sig, self._exit_on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue
-            caught[sig] = previous if previous is not None else signal.SIG_DFL
-        return caught
+            restore_signals(loop, caught)
 
     def _exit_on_signal(self, sig: signal.Signals) -> None:
-        code = 128 + int(sig)
         if self._exit_signal is None:
             self._exit_signal = sig
-            grace = HUNG_UP_GRACE_S if _terminal_gone() else SIGNAL_EXIT_GRACE_S
-            threading.Thread(
-                target=_exit_after_grace, args=(code, grace), name="gputui-exit", daemon=True
-            ).start()
-        self.exit(return_code=code)
+            start_exit_deadline(sig)
+        self.exit(return_code=128 + int(sig))
 
     # -- life cycle --------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        for note in self.notes:
-            self.notify(note, title="settings", severity="warning", timeout=10)
+        # Every screen pushed from now on repaints where a removed widget (an expired
+        # notification) was: see gputui.tui.repaint_compositor.
+        self.screen_change_signal.subscribe(self, repaint_compositor.install, immediate=True)
+        if self.notes:
+            self.notify("\n".join(self.notes), title="settings", severity="warning")
         self.dashboard.show_interval(self.sampler.interval)
         if self.replay is not None:
             self.show_replay_status()
@@ -302,28 +291,39 @@ class GpuTuiApp(App[None]):
             update(snapshot)
 
     def notify_findings(self, snapshot: Snapshot) -> None:
-        """One notification per new warn/fail finding (see :class:`NewFindings`: once while it
-        stays listed; again when it gets worse or comes back after being acknowledged)."""
+        """One notice for the new warn/fail findings of a reading (see :class:`NewFindings`:
+        once while it stays listed; again when it gets worse or comes back after being
+        acknowledged); none for the first reading's, which the title bar already counts."""
         new = self.new_findings.take(snapshot.findings)
-        if not new:
-            return
-        shown = new if len(new) <= MAX_FINDING_TOASTS else new[: MAX_FINDING_TOASTS - 1]
-        for finding in shown:
-            self.notify(
-                finding_text(finding.message, finding.gpu_index),
-                title=where(finding),
-                severity=NOTIFY_SEVERITY[finding.severity],
-                timeout=8,
-            )
-        rest = new[len(shown) :]
-        if rest:
-            worst = "fail" if any(f.severity == "fail" for f in rest) else "warn"
-            self.notify(
-                f"{len(rest)} more health findings: press h to see them all",
-                title="health",
-                severity=NOTIFY_SEVERITY[worst],
-                timeout=8,
-            )
+        quiet, self._quiet_findings = self._quiet_findings, False
+        notice = findings_notice(new)
+        if notice is not None and not quiet:
+            self.notify(notice.message, title=notice.title, severity=notice.severity)
+
+    # -- notices -----------------------------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A notice (:mod:`gputui.tui.notice`): one at a time, the newest replacing the one
+        shown, for a few seconds at most. Plain text unless ``markup``."""
+        super().notify(
+            message,
+            title=title,
+            severity=severity,
+            timeout=notice_timeout(severity, timeout),
+            markup=markup,
+        )
+
+    def _on_notify(self, event: Notify) -> None:
+        keep_only(self)
+        super()._on_notify(event)
 
     def _show_latest(self) -> None:
         if self.latest is not None and not self.paused:
@@ -350,7 +350,8 @@ class GpuTuiApp(App[None]):
         self.sampler.set_interval(seconds)
         self.sampler.refresh_now()  # re-arm the thread's wait with the new interval
         self.dashboard.show_interval(self.sampler.interval)
-        self.notify(f"reading every {fmt_interval(self.sampler.interval)}", timeout=2)
+        if self.replay is not None:  # the title bar shows the replay's state instead
+            self.notify(f"reading every {fmt_interval(self.sampler.interval)}", timeout=2)
 
     def _step_interval(self, step: int) -> None:
         current = self.sampler.interval
@@ -437,24 +438,17 @@ class GpuTuiApp(App[None]):
         """Write every reading from now on to a new file in :attr:`record_dir`."""
         if self.recording is not None or self.readonly:
             return
-        node = self.dashboard.node
-        for _attempt in range(3):  # another gputui may take the same name in the same second
-            path = default_record_path(node.hostname, self.record_dir)
-            try:
-                session = RecordingSession(path, node=node, on_error=self._post_recording_error)
-                break
-            except FileExistsError:
-                continue
-            except Exception as exc:  # unwritable directory, no such directory, ...
-                self.notify(f"could not record to {path}: {exc}", title="record", severity="error")
-                return
-        else:
-            self.notify(f"could not record to {path}: it exists", title="record", severity="error")
+        try:
+            session = start_session(
+                self.dashboard.node, self.record_dir, self._post_recording_error
+            )
+        except RecordingRefused as refused:
+            self.notify(str(refused), title="record", severity="error")
             return
         self.recording = session
         self.sampler.add_listener(session.write)
         self.dashboard.show_recording(True)
-        self.notify(f"recording to {path}", title="record", timeout=4)
+        self.notify(f"recording to {session.path}", title="record", timeout=4)
 
     def stop_recording(self, *, quiet: bool = False) -> None:
         """Detach the recorder and close its file."""
@@ -497,9 +491,9 @@ class GpuTuiApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Replay keys only in replay mode; the display pause only live; recording and the probe
-        neither in a replay nor with ``--readonly`` (hidden from the footer and the help)."""
+        neither in a replay nor with ``--readonly`` (off: the footer and the key say why)."""
         if action in READONLY_DISABLED:
-            return not self.readonly  # a replay is read-only too
+            return None if self.readonly else True  # a replay is read-only too
         if action == "toggle_pause":
             return self.replay is None
         if not action.startswith("replay_"):
@@ -513,6 +507,25 @@ class GpuTuiApp(App[None]):
                 return False
         return True
 
+    def why_disabled(self, action: str) -> str | None:
+        """Why ``check_action`` turns ``action`` off (the footer and the key's notice say it)."""
+        return self.readonly_reason if self.readonly and action in READONLY_DISABLED else None
+
+    async def run_action(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        """Run ``action``; one that is off here (a replay, ``--readonly``) says why instead."""
+        if await super().run_action(action, default_namespace, namespaces):
+            return True
+        notice = unavailable_notice(self, action, default_namespace or self, namespaces)
+        if notice is None:
+            return False
+        self.notify(notice.message, title=notice.title, severity=notice.severity)
+        return True
+
     def show_replay_status(self) -> None:
         if self.replay is not None:
             self.dashboard.show_replay(ReplayStatus.of(self.replay))
@@ -524,10 +537,9 @@ class GpuTuiApp(App[None]):
         if not replay.at_end:
             self._replay_ended = False
             return
-        if not self._replay_ended:
+        if not self._replay_ended:  # the title bar says "end"
             self._replay_ended = True
             replay.set_paused(True)
-            self.notify("end of recording", title="replay", timeout=4)
 
     def action_replay_play(self) -> None:
         """Play or pause the replay (space; the display pause of a live session)."""
@@ -562,6 +574,7 @@ class GpuTuiApp(App[None]):
     def _after_seek(self) -> None:
         """Plots restart from the new position: history rebuilds as the replay plays."""
         self._replay_ended = False
+        self._quiet_findings = True
         self.sampler.history.clear()
         self.sampler.refresh_now()
         self.show_replay_status()
@@ -572,8 +585,7 @@ class GpuTuiApp(App[None]):
             return
         speed = clamp_speed(replay.speed * float(factor))
         replay.set_speed(speed)
-        self.show_replay_status()
-        self.notify(f"replay speed {fmt_speed(replay.speed)}", title="replay", timeout=2)
+        self.show_replay_status()  # the title bar shows the speed
 
     # -- signals -----------------------------------------------------------------------------------
 
@@ -604,45 +616,12 @@ class GpuTuiApp(App[None]):
             self.post_message(SignalSent(process, sig))
 
     def on_signal_sent(self, message: SignalSent) -> None:
-        name = message.sig.name
-        who = f"PID {message.process.pid}"
+        notice = signal_notice(message.process.pid, message.sig, message.error)
+        self.notify(notice.message, title=notice.title, severity=notice.severity)
         if message.error is None:
-            self.notify(f"sent {name} to {who}", timeout=4)
             self.dashboard.signal_sent(message.process, message.sig)  # the row says so at once
             if self.start_sampler:
                 self.sampler.refresh_now(processes=True)
-        elif isinstance(message.error, SignalRefused):
-            self.notify(str(message.error), title=f"{name} not sent", severity="warning")
-        elif isinstance(message.error, ProcessLookupError):
-            self.notify(f"{who} has already exited", severity="warning")
-        elif isinstance(message.error, PermissionError):
-            self.notify(f"not allowed to signal {who}", severity="error")
-        else:
-            self.notify(f"could not send {name} to {who}: {message.error}", severity="error")
-
-
-def _terminal_gone() -> bool:
-    """Whether the terminal the app draws on has been hung up (the SSH connection dropped): then
-    every call on it fails with EIO."""
-    import termios
-
-    stream = sys.__stderr__
-    try:
-        if stream is not None:
-            termios.tcgetattr(stream.fileno())
-    except termios.error as exc:
-        return bool(exc.args) and exc.args[0] == errno.EIO  # not ENOTTY: no terminal at all
-    except (OSError, ValueError):  # a closed or unusual stream
-        pass
-    return False
-
-
-def _exit_after_grace(code: int, grace: float) -> None:
-    """Started by SIGTERM/SIGHUP: the normal shutdown restores the terminal and exits well within
-    the grace period; if it has not (the output thread blocked writing to a terminal that has
-    gone away), leave anyway."""
-    time.sleep(grace)
-    os._exit(code)
 
 
 __all__ = ["GpuTuiApp"]

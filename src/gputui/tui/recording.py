@@ -73,4 +73,23 @@ class RecordingSession:
         return None
 
 
-__all__ = ["RecordingSession", "default_record_path"]
+class RecordingRefused(Exception):
+    """No recording could be started; the message says why, naming the file."""
+
+
+def start_session(
+    node: NodeInfo, record_dir: Path, on_error: Callable[[BaseException], None] | None = None
+) -> RecordingSession:
+    """A recording in a new file in ``record_dir`` (named after the host and the time)."""
+    for _attempt in range(3):  # another gputui may take the same name in the same second
+        path = default_record_path(node.hostname, record_dir)
+        try:
+            return RecordingSession(path, node=node, on_error=on_error)
+        except FileExistsError:
+            continue
+        except Exception as exc:  # unwritable directory, no such directory, ...
+            raise RecordingRefused(f"could not record to {path}: {exc}") from exc
+    raise RecordingRefused(f"could not record to {path}: it exists")
+
+
+__all__ = ["RecordingRefused", "RecordingSession", "default_record_path", "start_session"]

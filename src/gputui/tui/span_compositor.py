@@ -35,6 +35,7 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual.strip import SGR_STYLES, Strip
 
 from gputui.core.format import one_cell_each
+from gputui.tui.repaint_compositor import RepaintCompositor
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +170,9 @@ def _transition(old: _State, new: _State) -> str:
     return f"\x1b[0;{params}m" if params else "\x1b[0m"
 
 
-class SpanCompositor(Compositor):
-    """Textual's compositor, with partial updates cropped to their spans on both sides.
+class SpanCompositor(RepaintCompositor):
+    """Textual's compositor, with partial updates cropped to their spans on both sides (and the
+    screen repainted where a removed widget was: :class:`RepaintCompositor`).
 
     It adds no state to the stock compositor, so :meth:`give_up` can turn it back into one."""
 

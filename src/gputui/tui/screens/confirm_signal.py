@@ -27,6 +27,7 @@ from textual.widgets import Button, Label, Static
 from gputui.core.command_text import command_text
 from gputui.core.format import NA, cell_width, clip, fmt_bytes, sanitize
 from gputui.core.model import ProcessSample
+from gputui.tui.widgets.footer import KeyFooter
 
 TYPE_AHEAD_S = 0.3
 """Keys this soon after the dialog opens choose no signal (only esc, and enter on Cancel, act)."""
@@ -167,6 +168,7 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
                 yield Button("Interrupt (I)", id="signal-int")
                 yield Button("Terminate (T)", id="signal-term", variant="warning")
                 yield Button("Kill (K)", id="signal-kill", variant="error")
+        yield KeyFooter()  # the dialog's keys, not the dashboard's under it
 
     def on_mount(self) -> None:
         self._opened_at = monotonic()

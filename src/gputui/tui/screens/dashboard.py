@@ -143,6 +143,7 @@ class DashboardScreen(Screen[None]):
         history: History,
         *,
         readonly: bool = False,
+        readonly_reason: str = "read-only",
         health_enabled: bool = False,
         environ_reader: EnvironReader | None = None,
     ) -> None:
@@ -153,6 +154,8 @@ class DashboardScreen(Screen[None]):
         self.node = node
         self.history = history
         self.readonly = readonly
+        self.readonly_reason = readonly_reason
+        """Why k is off with ``readonly`` (the footer and the key say it)."""
         self.health_enabled = health_enabled
         self.environ_reader = environ_reader
         """Show health badges: a monitor is attached, or a snapshot has carried findings. Without
@@ -219,6 +222,9 @@ class DashboardScreen(Screen[None]):
         choice = choose_layout(width, height, len(self.panels), self._process_count)
         if choice == self.layout_choice:
             return
+        if self.layout_choice is not None and self.layout_choice.mode == "too-small":
+            # Hidden, the table lost the focus: its keys (s, S, arrows) work again at once.
+            self.call_after_refresh(self.process_table.focus)
         self.layout_choice = choice
         # One class change (one restyle of the DOM), not one per mode.
         classes = {c for c in self.classes if not c.startswith("-mode-")}
@@ -418,11 +424,11 @@ class DashboardScreen(Screen[None]):
         self.app.push_screen(EnvironScreen(process, self.environ_reader or no_reader))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # In --readonly the signal action is hidden from the footer and disabled; where gputui
-        # never signals the process under the cursor, k only says why. Tags are for signals:
-        # without them space goes on to pause the display (or play the replay).
+        # In --readonly (and a replay) the signal action is off, and says why (why_disabled);
+        # where gputui never signals the process under the cursor, k only says why. Tags are for
+        # signals: without them space goes on to pause the display (or play the replay).
         if action == "signal":
-            return not self.readonly and self.why_no_signal() is None
+            return None if self.readonly else self.why_no_signal() is None
         if action == "signal_refused":
             return not self.readonly and self.why_no_signal() is not None
         if action == "tag":
@@ -432,6 +438,10 @@ class DashboardScreen(Screen[None]):
         if action == "environ":
             return self.environ_reader is not None
         return True
+
+    def why_disabled(self, action: str) -> str | None:
+        """Why ``check_action`` turns ``action`` off (the footer and the key's notice say it)."""
+        return self.readonly_reason if self.readonly and action == "signal" else None
 
     def why_no_signal(self) -> str | None:
         """Why the process under the cursor is never signalled (None: it may be, the user's

@@ -116,7 +116,7 @@ class FindingsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "acknowledge", "Acknowledge", id="health.ack"),
         Binding("A", "acknowledge_all", "Acknowledge all", id="health.ack_all"),
-        Binding("escape,q", "close", "Close", id="health.close"),
+        Binding("escape,q,h", "close", "Close", id="health.close"),
     ]
 
     def __init__(self, *, judged: bool = True) -> None:

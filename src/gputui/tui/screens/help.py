@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from gputui.tui.widgets.footer import KeyFooter, why_disabled
+
 PANELS_HELP: tuple[tuple[str, str], ...] = (
     (
         "Title bar",
@@ -41,7 +43,8 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "each GPU panel's frame shows a badge: '✔ ok', '▲ warn' or '✖ fail', the worst of that "
         "GPU's active findings; the title bar sums up the node ('✔ healthy', '▲ 2 warnings', "
         "'✖ 1 failure', node-wide findings included). While something is wrong, a line under "
-        "the host strip names it. A new warning or failure also shows a notification, once. "
+        "the host strip names it. A warning or failure that comes up later also shows a short "
+        "notice, once (what the first reading finds is in the title bar and that line). "
         "Press h for every finding with its hint; findings that have cleared stay listed until "
         "acknowledged there (a: the selected one, A: all cleared ones).",
     ),
@@ -134,6 +137,9 @@ KEY_NAMES = {
     "dollar_sign": "$",
 }
 
+KEYS_IN_HELP = ("gpu.", "clear", "replay.", "quit.", "untag", "process_table.command_")
+"""Binding ids (prefixes) the help lists though the footer does not show them."""
+
 HELP_DESCRIPTIONS = {
     "replay.play": "Play/pause the replay",
     "replay.back": "Replay: back 10 s",
@@ -160,10 +166,6 @@ HELP_DESCRIPTIONS = {
 """Longer words than the footer's, by binding id."""
 
 
-HELP_ALSO = ("gpu.", "clear", "replay.", "untag", "process_table.command_")
-"""Binding ids listed in the help though the footer leaves them out."""
-
-
 def _key_text(keys: str) -> str:
     return " ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
 
@@ -173,16 +175,24 @@ def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
     remapped), one row per action; widget plumbing such as cursor keys is left out."""
     rows: dict[str, tuple[list[str], str]] = {}
     digits: list[str] = []
-    for key, active in screen.active_bindings.items():
+    # Ctrl+C (a priority binding, so first among them) goes after q on the Quit row.
+    bindings = sorted(
+        screen.active_bindings.items(),
+        key=lambda item: (item[1].binding.id or "").startswith("quit."),
+    )
+    for key, active in bindings:
         binding = active.binding
         if binding.action.startswith("select_gpu(") and key.isdigit():
             digits.append(key)
             continue
-        if not (binding.show or (binding.id or "").startswith(HELP_ALSO)):
+        if not (binding.show or (binding.id or "").startswith(KEYS_IN_HELP)):
             continue
         description = HELP_DESCRIPTIONS.get(binding.id or "") or (
             binding.description or binding.action.replace("_", " ")
         )
+        reason = None if active.enabled else why_disabled(active.node, binding.action)
+        if reason is not None:
+            description += f" (off: {reason})"
         keys, _ = rows.setdefault(binding.action, ([], description))
         keys.append(_key_text(key))
     out = []
@@ -230,6 +240,7 @@ class HelpScreen(ModalScreen[None]):
         self.help_text = text
         with VerticalScroll(id="help-body"):
             yield Static(text, id="help-text")
+        yield KeyFooter()  # the help's keys, not the dashboard's under it
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -53,6 +53,7 @@ from gputui.probe.runner import busy_reason, node_of, unusable_label, unusable_r
 from gputui.tui.screens.probe_panels import (
     CPU_VERDICT,
     ProbeFits,
+    ProbeList,
     ProbeProgress,
     ProbeResults,
     ProbeTelemetry,
@@ -183,11 +184,11 @@ class ProbeScreen(Screen[None]):
         # them, and the whole body scrolls.
         with Vertical(id="probe-body"):
             with Horizontal(id="probe-top"):
-                gpus = SelectionList[int](*self._gpu_selections(), id="probe-gpus")
+                gpus = ProbeList[int](*self._gpu_selections(), id="probe-gpus")
                 gpus.border_title = "GPUs"
                 yield gpus
                 with Vertical(id="probe-tests-box"):
-                    tests = SelectionList[str](
+                    tests = ProbeList[str](
                         *(
                             Selection(TEST_NAMES.get(t, t), t, t in QUICK_TESTS, id=t)
                             for t in TEST_IDS

@@ -5,9 +5,12 @@ live telemetry. Each is handed what to show (attributes down); none reads the ap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, SelectionList, Static
+from textual.widgets.selection_list import SelectionType
 
 from gputui.core.format import NA as NO_VALUE
 from gputui.core.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize
@@ -185,3 +188,12 @@ class ProbeTelemetry(Static):
 
     def show(self, lines: list[str]) -> None:
         self.update(Text("\n".join(lines), style="dim") if lines else "")
+
+
+class ProbeList(SelectionList[SelectionType]):
+    """A picker (GPUs, tests) whose keys the footer shows: space checks, tab moves on."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "select", "Check", id="probe.toggle"),
+        Binding("tab", "app.focus_next", "Next", id="probe.next"),
+    ]

@@ -5,6 +5,11 @@ palette key (cut mid-word, a stray character at the right edge). :class:`KeyFoot
 the width it has, the bindings that fit whole, by :data:`FOOTER_RANK` (quit and help always:
 help lists every key, and the palette runs every action), and keeps them in Textual's order.
 
+It shows the keys of the screen in front (a dialog's, the help's), and says why a key does
+nothing where it does nothing: a binding its namespace disables (``check_action`` returns None)
+and explains (``why_disabled(action)`` returns why, e.g. "replay") is drawn dim, together with
+the others disabled for the same reason: ``k p R off: replay``.
+
 It is one line of text, not a widget per key: when the focus moves (and the bindings with it) it
 redraws that line instead of mounting a dozen widgets, which costs a tenth of a second in a big
 terminal. A click on a key presses it.
@@ -12,6 +17,8 @@ terminal. A click on a key presses it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -20,6 +27,9 @@ from textual import events
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
+
+UNAVAILABLE = "unavailable"
+"""The rank id of the keys that do nothing here, shown together with why."""
 
 FOOTER_RANK: dict[str, int] = {
     # Ways out and to the rest: always shown.
@@ -40,8 +50,11 @@ FOOTER_RANK: dict[str, int] = {
     "process_table.cycle_sort": 3,
     "signal": 4,
     "tag": 4,
+    UNAVAILABLE: 4,
     "process_detail.signal": 1,
     "process_detail.environ": 2,
+    "probe.toggle": 1,
+    "probe.next": 2,
     "process_table.tree": 9,
     "environ": 10,
     "process_table.group": 11,
@@ -66,8 +79,28 @@ after these."""
 DEFAULT_RANK = 20
 PALETTE_EDGE = "▏"
 
-Shown = tuple[Binding, bool]
-"""A binding in the footer, and whether it is enabled."""
+
+@dataclass(frozen=True)
+class FooterKey:
+    """One entry of the footer: a binding, or the keys that do nothing here and why."""
+
+    key: str
+    """What a click presses."""
+    label: str
+    """The key (or keys) as shown."""
+    description: str
+    enabled: bool = True
+    rank_id: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.label} {self.description}"
+
+
+def why_disabled(node: object, action: str) -> str | None:
+    """Why ``node`` disables ``action``, where it says (its ``why_disabled``); else None."""
+    explain: Callable[[str], str | None] | None = getattr(node, "why_disabled", None)
+    return explain(action) if callable(explain) else None
 
 
 class KeyFooter(Widget):
@@ -106,7 +139,7 @@ class KeyFooter(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._shown: list[Shown] = []
+        self._shown: list[FooterKey] = []
         self._palette: Binding | None = None
         self._spans: list[tuple[int, int, str]] = []
         """``(start, end, key)`` of each key drawn, for clicks."""
@@ -114,46 +147,66 @@ class KeyFooter(Widget):
 
     # -- choosing ----------------------------------------------------------------------------------
 
-    def _candidates(self) -> tuple[list[Shown], Binding | None]:
-        """Bindings to show (one per action, the first, in Textual's order), and the palette's."""
-        out: list[Shown] = []
+    def _candidates(self) -> tuple[list[FooterKey], Binding | None]:
+        """Keys to show (one per action, the first, in Textual's order; the unavailable ones
+        together, by reason, at the end), and the palette's binding."""
+        out: list[FooterKey] = []
+        off: dict[str, list[Binding]] = {}
         seen: set[str] = set()
         palette: Binding | None = None
         app = self.app
-        for _node, binding, enabled, _tooltip in self.screen.active_bindings.values():
+        for node, binding, enabled, _tooltip in self.screen.active_bindings.values():
             if binding.key == app.COMMAND_PALETTE_BINDING and app.ENABLE_COMMAND_PALETTE:
                 palette = binding
             elif binding.show and binding.action not in seen:
                 seen.add(binding.action)
-                out.append((binding, enabled))
+                reason = None if enabled else why_disabled(node, binding.action)
+                if reason is not None:
+                    off.setdefault(reason, []).append(binding)
+                    continue
+                out.append(
+                    FooterKey(
+                        binding.key,
+                        app.get_key_display(binding),
+                        binding.description,
+                        enabled,
+                        binding.id or "",
+                    )
+                )
+        for reason, bindings in off.items():
+            label = " ".join(app.get_key_display(b) for b in bindings)
+            out.append(FooterKey(bindings[0].key, label, f"off: {reason}", False, UNAVAILABLE))
         return out, palette
 
-    def _key_width(self, binding: Binding) -> int:
+    def _key_width(self, key: FooterKey) -> int:
         """``k Text`` and a cell after it."""
+        return cell_len(key.label) + 1 + cell_len(key.description) + 1
+
+    def _palette_width(self, binding: Binding) -> int:
         return cell_len(self.app.get_key_display(binding)) + 1 + cell_len(binding.description) + 1
 
-    def choose(self, width: int) -> list[Shown]:
-        """The bindings that fit whole in ``width`` cells beside the palette key: by rank, then
-        in order; shown in Textual's order."""
-        bindings, palette = self._candidates()
-        room = width - 1 - (self._key_width(palette) + 1 if palette is not None else 0)
+    def choose(self, width: int) -> list[FooterKey]:
+        """The keys that fit whole in ``width`` cells beside the palette key: by rank, then in
+        order; shown in order."""
+        keys, palette = self._candidates()
+        room = width - 1 - (self._palette_width(palette) + 1 if palette is not None else 0)
         ranked = sorted(
-            range(len(bindings)),
-            key=lambda i: (FOOTER_RANK.get(bindings[i][0].id or "", DEFAULT_RANK), i),
+            range(len(keys)),
+            key=lambda i: (FOOTER_RANK.get(keys[i].rank_id, DEFAULT_RANK), i),
         )
         chosen: set[int] = set()
         used = 0
         for i in ranked:
-            w = self._key_width(bindings[i][0])
+            w = self._key_width(keys[i])
             if used + w <= room:
                 chosen.add(i)
                 used += w
-        return [b for i, b in enumerate(bindings) if i in chosen]
+        return [k for i, k in enumerate(keys) if i in chosen]
 
     @property
     def shown_keys(self) -> list[str]:
         """``key description`` of each key shown (tests, help)."""
-        return [f"{self.app.get_key_display(b)} {b.description}" for b, _ in self._shown]
+        return [key.text for key in self._shown]
 
     # -- updates -----------------------------------------------------------------------------------
 
@@ -176,11 +229,7 @@ class KeyFooter(Widget):
         width = self.size.width or self.app.size.width
         shown = self.choose(width)
         _, palette = self._candidates()
-        signature = (
-            width,
-            tuple((b.key, b.description, enabled) for b, enabled in shown),
-            palette.key if palette else None,
-        )
+        signature = (width, tuple(shown), palette.key if palette else None)
         if signature != self._signature:
             self._signature = signature
             self._shown, self._palette = shown, palette
@@ -194,12 +243,12 @@ class KeyFooter(Widget):
         disabled = self.get_component_rich_style("key-footer--disabled")
         line = Text(no_wrap=True, overflow="crop")
         spans: list[tuple[int, int, str]] = []
-        for binding, enabled in self._shown:
+        for key in self._shown:
             start = line.cell_len
-            dim = disabled if not enabled else None
-            line.append(self.app.get_key_display(binding), key_style + dim if dim else key_style)
-            line.append(f" {binding.description}", text_style + dim if dim else text_style)
-            spans.append((start, line.cell_len, binding.key))
+            dim = disabled if not key.enabled else None
+            line.append(key.label, key_style + dim if dim else key_style)
+            line.append(f" {key.description}", text_style + dim if dim else text_style)
+            spans.append((start, line.cell_len, key.key))
             line.append(" ")
         palette = self._palette
         if palette is not None:
@@ -224,4 +273,4 @@ class KeyFooter(Widget):
                 return
 
 
-__all__ = ["DEFAULT_RANK", "FOOTER_RANK", "KeyFooter"]
+__all__ = ["DEFAULT_RANK", "FOOTER_RANK", "UNAVAILABLE", "FooterKey", "KeyFooter", "why_disabled"]
