@@ -72,7 +72,7 @@ async def type_keys(write_end: int, keys: list[bytes], gap: float) -> None:
     [
         ([b"h", b"\x1b", b"t"], ["DashboardScreen", "TopologyScreen"]),
         ([b"h", b"\x1b", b"?"], ["DashboardScreen", "HelpScreen"]),
-        ([b"t", b"\x1b", b" ", b"h"], ["DashboardScreen", "FindingsScreen"]),
+        ([b"t", b"\x1b", b"Z", b"h"], ["DashboardScreen", "FindingsScreen"]),
     ],
 )
 async def test_keys_typed_ahead_apply_in_order(sim_sampler, keys, screens) -> None:
@@ -86,8 +86,8 @@ async def test_keys_typed_ahead_apply_in_order(sim_sampler, keys, screens) -> No
             await type_keys(terminal, keys, gap=0.05)
             await pilot.pause()
         assert stack(app) == screens
-        if keys[2] == b" ":
-            assert app.paused  # space after Esc paused the display
+        if keys[2] == b"Z":
+            assert app.paused  # Z (pause; space tags a process now) after Esc paused the display
 
 
 async def test_known_sequences_and_bound_alt_keys_are_kept() -> None:
@@ -260,7 +260,7 @@ async def test_keys_that_are_off_say_why(sim_sampler, tmp_path) -> None:
         assert "k p R off: replay" in line
         assert "k Signal" not in line and "p Probe" not in line
         rows = dict(key_rows(app.dashboard))
-        assert rows["k"] == "Signal (off: replay)"
+        assert rows["k"] == "Signal the tagged processes, or else the selected one (off: replay)"
         for key, what in (("k", "Signal"), ("p", "Probe"), ("R", "Record")):
             await pilot.press(key)
             notices = [(n.title, n.message) for n in app._notifications]
