@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
+from gputui.commands.alerting import alerts_sent, refuse_for_replay
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import error
 from gputui.commands.session_open import open_or_report
@@ -69,11 +70,14 @@ def add_parser(commands: SubParsers) -> None:
         "migration (default: export.dcgm_names in the config file, else legacy)",
     )
     arg.add_price(export, suppress=True)
+    arg.add_alerts(export, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> ExportOptions:
+    spec = common.spec()
+    refuse_for_replay(common.settings, spec)
     return ExportOptions(
-        common.spec(),
+        spec,
         seed=common.seed,
         listen=args.listen,
         interval=common.interval,
@@ -129,22 +133,23 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sampler = session.sampler
-    try:
-        registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
-        sampler.poll()  # the first scrape shows a reading
-        sampler.start(lambda _snapshot: None)
-        server.start()
-        actual = listen._replace(port=server.port)
-        print(f"serving {actual.url} (Ctrl-C to stop)", flush=True)
-        while not stop.wait(0.5):
+    with alerts_sent(options.settings, session):
+        try:
+            registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
+            sampler.poll()  # the first scrape shows a reading
+            sampler.start(lambda _snapshot: None)
+            server.start()
+            actual = listen._replace(port=server.port)
+            print(f"serving {actual.url} (Ctrl-C to stop)", flush=True)
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
             pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        server.stop()
-        session.close()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            server.stop()
+            session.close()
     return EXIT_OK
 
 
