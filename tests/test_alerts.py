@@ -297,7 +297,7 @@ def test_a_receiver_that_hangs_does_not_block_the_readings() -> None:
         (counts,) = alerts.close(timeout=0.2)
         closing = time.perf_counter() - started
     assert snapshot.findings  # the readings went on
-    assert took < 0.05, f"the listener took {took:.3f} s"
+    assert took < 0.5, f"the listener took {took:.3f} s"  # the receiver holds a send 5 s
     assert closing < 2.0 and counts.unsent >= 1 and counts.sent == 0
 
 
@@ -631,6 +631,8 @@ def test_alert_options_where_no_alert_is_sent_are_errors(
     assert "--webhook is for the dashboard, export and record, not snapshot" in (
         capsys.readouterr().err
     )
+    assert cli.main(["--webhook", "http://127.0.0.1:9/x", "config"]) == 0  # shows it
+    assert "http://127.0.0.1:9/…" in capsys.readouterr().out
     path = tmp_path / "r.jsonl"
     record(path, readings=3)
     with pytest.raises(SystemExit) as exit_:
