@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="settings file (default: ~/.config/gputui/config.toml)"
     )
     arg.add_price(parser, suppress=False)
+    arg.add_alerts(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
         command.add_parser(commands)

@@ -10,7 +10,7 @@ backend, driven by a :class:`FakeClock`, and polls it ``polls`` times one interv
 from __future__ import annotations
 
 from gputui.engine.sampler import Sampler
-from gputui.engine.session import sampler_for
+from gputui.engine.session import Judging, sampler_for
 from gputui.settings.model import Settings
 
 T0 = 1_700_000_000.0
@@ -35,11 +35,13 @@ def fake_clock_sampler(
     seed: int = 0,
     gpu_hour_price: float | None = None,
     lost_after_s: float | None = None,
+    judge: Judging = "none",
 ) -> Sampler:
     """An opened Sampler over the simulated ``scenario`` on a :class:`FakeClock` (``.clock``),
     after ``polls`` polls one ``interval`` apart (history filled, ``latest`` set). The clock is
     left at the time of the next poll, so ``sampler.poll()`` continues the series.
-    ``lost_after_s``: when the ``faulty`` scenario's GPU 3 falls off the bus."""
+    ``lost_after_s``: when the ``faulty`` scenario's GPU 3 falls off the bus. ``judge``:
+    ``"rules"`` attaches the health rules (findings in every snapshot)."""
     from gputui.backends.sim import SimBackend
 
     clock = FakeClock(t)
@@ -47,7 +49,7 @@ def fake_clock_sampler(
     backend = SimBackend(scenario, seed=seed, **lost)
     settings = Settings(gpu_hour_price=gpu_hour_price)
     sampler = sampler_for(
-        backend, backend.open(), interval=interval, clock=clock, judge="none", settings=settings
+        backend, backend.open(), interval=interval, clock=clock, judge=judge, settings=settings
     )
     for _ in range(polls):
         sampler.poll()

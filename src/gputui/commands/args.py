@@ -140,6 +140,35 @@ def add_price(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
+def add_alerts(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """``--notify``, ``--webhook`` and ``--alert-severity`` (the dashboard, export, record)."""
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--notify",
+        type=parsed("gputui.core.notify_command", "check_command"),
+        default=default,
+        metavar="CMD",
+        help="run CMD (split into words as a shell would, run without one) for each new health "
+        "finding, with the finding as JSON on its stdin (default: alerts.notify in the config "
+        "file, else none)",
+    )
+    parser.add_argument(
+        "--webhook",
+        type=parsed("gputui.core.webhook_url", "check_webhook_url"),
+        default=default,
+        metavar="URL",
+        help="POST each new health finding as JSON (with a Slack-style text field) to this "
+        "http(s) URL; it shows on the process list, so a secret one is better given as "
+        "GPUTUI_WEBHOOK or alerts.webhook in the config file",
+    )
+    parser.add_argument(
+        "--alert-severity",
+        choices=("info", "warn", "fail"),
+        default=default,
+        help="the least severe finding --notify and --webhook send (default: warn)",
+    )
+
+
 def add_replay(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """``--replay FILE`` (the dashboard, snapshot, check, topo)."""
     parser.add_argument(
@@ -192,6 +221,7 @@ def add_interval(parser: argparse.ArgumentParser, text: str) -> None:
 
 __all__ = [
     "REPLAY_HELP",
+    "add_alerts",
     "add_common",
     "add_incidents",
     "add_interval",

@@ -1,6 +1,6 @@
 """``gputui config``: the effective settings and where each came from (the default, the config
 file, an environment variable, the command line); ``--json``; ``--init`` writes a commented
-default config file."""
+default config file. A secret setting (the webhook's URL) shows only as ``scheme://host/…``."""
 
 from __future__ import annotations
 
@@ -67,7 +67,10 @@ def as_dict(settings: Settings) -> dict[str, Any]:
         return sorted(value) if isinstance(value, frozenset) else value
 
     entries = {
-        key.name: {"value": plain(settings.value(key.name)), "source": settings.source(key.name)}
+        key.name: {
+            "value": plain(key.shown(settings.value(key.name))),
+            "source": settings.source(key.name),
+        }
         for key in KEYS
     }
     keymap_source = next(
@@ -83,7 +86,10 @@ def as_dict(settings: Settings) -> dict[str, Any]:
 
 def render(settings: Settings) -> str:
     found = "" if settings.config_found else " (not found; `gputui config --init` writes one)"
-    rows = [(key.name, _shown(settings.value(key.name)), settings.source(key.name)) for key in KEYS]
+    rows = [
+        (key.name, _shown(key.shown(settings.value(key.name))), settings.source(key.name))
+        for key in KEYS
+    ]
     rows += [
         (f"keymap.{binding}", toml_value(keys), settings.source(f"keymap.{binding}"))
         for binding, keys in settings.keymap

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from gputui.commands.alerting import alerts_sent, refuse_for_replay
 from gputui.commands.common import Common
 from gputui.commands.output import encodable, error
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
@@ -31,8 +32,10 @@ class DashboardOptions:
 
 def options(args: argparse.Namespace, common: Common) -> DashboardOptions:
     """The dashboard's options are the command line's own (no sub-command)."""
+    spec = common.spec()
+    refuse_for_replay(common.settings, spec)
     return DashboardOptions(
-        common.spec(),
+        spec,
         seed=common.seed,
         settings=common.settings,
     )
@@ -70,7 +73,11 @@ def run(options: DashboardOptions) -> int:
     if app.theme_problem is not None:
         error(app.theme_problem)
     try:
-        app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
+        # a failed alert shows as a notification; what was lost is said once the screen is back
+        with alerts_sent(
+            options.settings, session, report=app.report_alert_problem, announce=False
+        ):
+            app.run()  # SIGTERM / SIGHUP end it cleanly: return code 128 + the signal's number
     finally:
         session.close()
     return app.return_code or EXIT_OK

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
 from gputui.commands import incident_files
+from gputui.commands.alerting import alerts_sent, refuse_for_replay
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.incident_files import IncidentOptions
 from gputui.commands.output import error
@@ -78,11 +79,14 @@ def add_parser(commands: SubParsers) -> None:
     )
     arg.add_price(export, suppress=True)
     arg.add_incidents(export, "the export")
+    arg.add_alerts(export, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> ExportOptions:
+    spec = common.spec()
+    refuse_for_replay(common.settings, spec)
     return ExportOptions(
-        common.spec(),
+        spec,
         seed=common.seed,
         listen=args.listen,
         interval=common.interval,
@@ -148,24 +152,25 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
             sampler.add_listener(watching)
         else:
             incident_files.refused(PROG, options.incidents, why, carry_on)
-    try:
-        registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
-        sampler.poll()  # the first scrape shows a reading
-        sampler.start(lambda _snapshot: None)
-        server.start()
-        actual = listen._replace(port=server.port)
-        print(f"serving {actual.url} (Ctrl-C to stop)", flush=True)
-        while not stop.wait(0.5):
+    with alerts_sent(options.settings, session):
+        try:
+            registry.register(GpuCollector(sampler, dcgm_names=options.dcgm_names))
+            sampler.poll()  # the first scrape shows a reading
+            sampler.start(lambda _snapshot: None)
+            server.start()
+            actual = listen._replace(port=server.port)
+            print(f"serving {actual.url} (Ctrl-C to stop)", flush=True)
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
             pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        server.stop()
-        session.close()
-        if watching is not None:
-            incident_files.finish(PROG, watching)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            server.stop()
+            session.close()
+            if watching is not None:
+                incident_files.finish(PROG, watching)
     return EXIT_OK
 
 

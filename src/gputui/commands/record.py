@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from gputui.commands import args as arg
 from gputui.commands import incident_files
+from gputui.commands.alerting import alerts_sent
 from gputui.commands.common import Common, UsageError
 from gputui.commands.incident_files import IncidentOptions
 from gputui.commands.output import emit, error
@@ -91,6 +92,7 @@ def add_parser(commands: SubParsers) -> None:
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     arg.add_price(record, suppress=True)
     arg.add_incidents(record, "the recording")
+    arg.add_alerts(record, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> RecordOptions:
@@ -182,22 +184,23 @@ def run(options: RecordOptions) -> int:
         f"every {interval:g} s{where}{until}"
     )
     deadline = None if duration is None else time.monotonic() + duration
-    try:
-        sampler.start(lambda snapshot: None)
-        while not done.is_set():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
-            done.wait(0.5 if left is None else min(left, 0.5))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        session.close()
-        if recorder is not None:
-            try:
-                recorder.close()  # the gzip trailer can meet a full disk too
-            except OSError as exc:
-                failed.append(exc)
+    with alerts_sent(settings, session):
+        try:
+            sampler.start(lambda snapshot: None)
+            while not done.is_set():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                done.wait(0.5 if left is None else min(left, 0.5))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            session.close()
+            if recorder is not None:
+                try:
+                    recorder.close()  # the gzip trailer can meet a full disk too
+                except OSError as exc:
+                    failed.append(exc)
     if recorder is not None:
         size = recorder.bytes_written
         emit(f"Recorded {recorder.count} readings ({fmt_size(size)}, {size} bytes) to {path}")

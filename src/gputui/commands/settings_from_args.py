@@ -25,6 +25,9 @@ OPTIONS = {
     "export.dcgm_names": "dcgm_names",
     "incidents.before": "before",
     "incidents.after": "after",
+    "alerts.notify": "notify",
+    "alerts.webhook": "webhook",
+    "alerts.min_severity": "alert_severity",
 }
 """Setting -> the attribute its option sets on the parsed arguments (None: not given)."""
 
@@ -39,6 +42,7 @@ def settings_for(
     if getattr(args, "light", False) and given["theme"] is None:
         given["theme"] = LIGHT_THEME
     command = args.command or DASHBOARD
+    _refuse_unused_alerts(given, command, parser)
     settings = load_settings(
         command_line=given,
         environ=environ,
@@ -55,6 +59,18 @@ def settings_for(
         if command == "config":
             error(f"gputui: {problem.message}; ignored")
     return settings
+
+
+def _refuse_unused_alerts(
+    given: Mapping[str, object], command: str, parser: argparse.ArgumentParser
+) -> None:
+    """``gputui --webhook URL snapshot``: an alert option before a command that sends none is
+    an error, not silently nothing sent."""
+    for name, value in given.items():
+        key = KEYS_BY_NAME[name]
+        unused = command not in key.commands and command != "config"  # config shows it
+        if name.startswith("alerts.") and value is not None and unused:
+            parser.error(f"{key.option} is for the dashboard, export and record, not {command}")
 
 
 __all__ = ["OPTIONS", "settings_for"]

@@ -14,6 +14,7 @@ from gputui.core.metric_names import DCGM_NAMES
 from gputui.settings.model import (
     DEFAULT_INTERVAL,
     DEFAULT_THEME,
+    AlertSettings,
     ExportSettings,
     HealthSettings,
     IncidentSettings,
@@ -26,7 +27,9 @@ DASHBOARD = "dashboard"
 """The command name of ``gputui`` without a sub-command."""
 READING = frozenset({DASHBOARD, "snapshot", "export", "record"})
 """Commands that read the GPUs through a session (price, health rules)."""
-TABLES = ("health", "export", "incidents", "keymap")
+WATCHING = frozenset({DASHBOARD, "export", "record"})
+"""Commands that keep reading until stopped (alerts)."""
+TABLES = ("health", "export", "incidents", "alerts", "keymap")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -52,6 +55,18 @@ class Key:
     """For a setting without a default value: a commented example line in the default file."""
     choices: tuple[str, ...] = ()
     """A ``choice`` setting's words."""
+    validate: Callable[[object], object] | None = None
+    """A further check of a value of the right kind: the value to use, or ValueError(why)."""
+    secret: bool = False
+    """Parts of the value are secret: messages and ``gputui config`` show it redacted."""
+
+    def shown(self, value: object) -> object:
+        """``value`` as it may be shown: a secret URL as ``scheme://host/…``."""
+        if self.secret and isinstance(value, str):
+            from gputui.core.webhook_url import redact_url
+
+            return redact_url(value)
+        return value
 
     def expected(self) -> str:
         if self.kind == "number" or self.kind == "integer":
@@ -76,6 +91,10 @@ class Key:
 
     def check(self, value: object) -> object:
         """A value from the file as this setting; ValueError(why) when it is not one."""
+        value = self._check_kind(value)
+        return value if self.validate is None else self.validate(value)
+
+    def _check_kind(self, value: object) -> object:
         if self.kind in ("number", "integer"):
             allowed = isinstance(value, (int, float) if self.kind == "number" else int)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not allowed:
@@ -164,7 +183,20 @@ def _price(text: str) -> object:
     return parse_price(text)
 
 
+def _command(value: object) -> object:
+    from gputui.core.notify_command import check_command
+
+    return check_command(value)
+
+
+def _webhook(value: object) -> object:
+    from gputui.core.webhook_url import check_webhook_url
+
+    return check_webhook_url(value)
+
+
 _HEALTH = HealthSettings()
+_ALERTS = AlertSettings()
 _HEALTH_USERS = READING | {"check"}
 _INCIDENTS = IncidentSettings()
 _INCIDENT_USERS = frozenset({"record", "export"})
@@ -330,6 +362,49 @@ KEYS: tuple[Key, ...] = (
         low=1 << 20,
         commands=_INCIDENT_USERS,
     ),
+    Key(
+        "alerts.notify",
+        "text",
+        None,
+        "a command that gets each new finding as JSON on stdin (split as a shell splits, "
+        "run without one)",
+        env="GPUTUI_NOTIFY",
+        option="--notify",
+        commands=WATCHING,
+        validate=_command,
+        example='notify = "logger -t gputui"',
+    ),
+    Key(
+        "alerts.webhook",
+        "text",
+        None,
+        "an http(s) URL each new finding is POSTed to as JSON (shown only as scheme://host/…)",
+        env="GPUTUI_WEBHOOK",
+        option="--webhook",
+        commands=WATCHING,
+        validate=_webhook,
+        secret=True,
+        example='webhook = "https://hooks.slack.com/services/T000/B000/XXXX"',
+    ),
+    Key(
+        "alerts.min_severity",
+        "choice",
+        _ALERTS.min_severity,
+        "the least severe finding that is sent: info, warn or fail",
+        option="--alert-severity",
+        commands=WATCHING,
+        choices=("info", "warn", "fail"),
+    ),
+    Key(
+        "alerts.rate_limit_minutes",
+        "number",
+        _ALERTS.rate_limit_minutes,
+        "one finding (its key and severity) is sent at most once this many minutes, however "
+        "often it clears and comes back (0: no limit)",
+        low=0,
+        high=10080,
+        commands=WATCHING,
+    ),
 )
 
 KEYS_BY_NAME = {key.name: key for key in KEYS}
@@ -413,6 +488,7 @@ __all__ = [
     "KEYS_BY_NAME",
     "READING",
     "TABLES",
+    "WATCHING",
     "Key",
     "Kind",
 ]

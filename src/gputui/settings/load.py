@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from gputui.core.metric_names import DcgmNames
+from gputui.core.model import Severity
 from gputui.settings.keys import CONFIG_ENV, KEYMAP, KEYS, KEYS_BY_NAME, TABLES
 from gputui.settings.model import (
     COMMAND_LINE,
     DEFAULT,
+    AlertSettings,
     ExportSettings,
     HealthSettings,
     IncidentSettings,
@@ -98,6 +100,12 @@ def load_settings(
             max_files=cast(int, values["incidents.max_files"]),
             max_bytes=cast(int, values["incidents.max_bytes"]),
         ),
+        alerts=AlertSettings(
+            notify=cast("str | None", values["alerts.notify"]),
+            webhook=cast("str | None", values["alerts.webhook"]),
+            min_severity=cast("Severity", values["alerts.min_severity"]),
+            rate_limit_minutes=cast(float, values["alerts.rate_limit_minutes"]),
+        ),
         keymap=tuple(sorted(keymap.items())),
         config_file=str(path),
         config_found=found,
@@ -164,7 +172,8 @@ def _read_file(
             values[name] = key.check(value)
         except ValueError as exc:
             line = _at(where, text, name)
-            problems.append(_Pending(f"{line}: {name} = {_show(value)}: {exc}", "file", name))
+            shown = _show(key.shown(value))
+            problems.append(_Pending(f"{line}: {name} = {shown}: {exc}", "file", name))
         else:
             sources[name] = source
     return True, problems

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gputui.core.metric_names import DcgmNames
+from gputui.core.model import Severity
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS, HealthConfig
 
 DEFAULT_INTERVAL = 1.0
@@ -76,6 +77,27 @@ class IncidentSettings:
     """The incident files kept in the directory, oldest removed first."""
 
 
+DEFAULT_RATE_LIMIT_MINUTES = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class AlertSettings:
+    """The ``[alerts]`` table: where new health findings are sent, from which severity on, and
+    how often one finding may be sent again (the dashboard, ``export``, ``record``)."""
+
+    notify: str | None = None
+    """A command (split as a shell would, run without one) that gets each alert on stdin."""
+    webhook: str | None = None
+    """An http(s) URL each alert is POSTed to; a secret: shown only as ``scheme://host/…``."""
+    min_severity: Severity = "warn"
+    rate_limit_minutes: float = DEFAULT_RATE_LIMIT_MINUTES
+    """At most one alert per finding (key and severity) this often."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.notify is not None or self.webhook is not None
+
+
 Origin = Literal["file", "env"]
 
 
@@ -103,6 +125,7 @@ class Settings:
     health: HealthSettings = field(default_factory=HealthSettings)
     export: ExportSettings = field(default_factory=ExportSettings)
     incidents: IncidentSettings = field(default_factory=IncidentSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
     keymap: tuple[tuple[str, str], ...] = ()
     """(binding id, keys) pairs, for ``App.set_keymap``."""
     config_file: str | None = field(default=None, compare=False)
@@ -132,8 +155,10 @@ __all__ = [
     "COMMAND_LINE",
     "DEFAULT",
     "DEFAULT_INTERVAL",
+    "DEFAULT_RATE_LIMIT_MINUTES",
     "DEFAULT_THEME",
     "LIGHT_THEME",
+    "AlertSettings",
     "ExportSettings",
     "HealthSettings",
     "IncidentSettings",

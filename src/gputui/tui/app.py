@@ -53,6 +53,7 @@ from gputui.tui.commands import GpuCommands
 from gputui.tui.exit_signals import catch_exit_signals, restore_signals, start_exit_deadline
 from gputui.tui.messages import (
     AcknowledgeFindings,
+    AlertProblem,
     RecordingFailed,
     SamplerFailed,
     SignalRequested,
@@ -328,6 +329,14 @@ class GpuTuiApp(App[None]):
     def _show_latest(self) -> None:
         if self.latest is not None and not self.paused:
             self._show(self.latest)
+
+    def report_alert_problem(self, text: str) -> None:
+        """Show that an alert could not be sent (callable from any thread)."""
+        self.post_message(AlertProblem(text))
+
+    def on_alert_problem(self, message: AlertProblem) -> None:
+        text = message.text.removeprefix("gputui: ")
+        self.notify(text, title="alerts", severity="warning", timeout=10)
 
     def on_sampler_failed(self, message: SamplerFailed) -> None:
         text = f"{type(message.error).__name__}: {message.error}"

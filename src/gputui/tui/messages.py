@@ -56,6 +56,14 @@ class RecordingFailed(Message):
         self.error = error
 
 
+class AlertProblem(Message):
+    """An alert could not be sent (from an alert worker thread): shown as a notification."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class SignalRequested(Message):
     """A screen asks the app to send ``sig`` to ``process`` (the user confirmed it)."""
 
@@ -84,6 +92,7 @@ class AcknowledgeFindings(Message):
 
 __all__ = [
     "AcknowledgeFindings",
+    "AlertProblem",
     "ProcessHighlighted",
     "RecordingFailed",
     "SamplerFailed",
