@@ -64,6 +64,18 @@ def test_mig_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(app, run_before=sort_by_gpu, terminal_size=(120, 40))
 
 
+def test_mig_80x24(snap_compare, sim_sampler) -> None:
+    """A MIG node in compact rows: ``MIG 7×1g.10gb`` where a GPU in MIG mode would show an
+    empty utilization bar (the driver reports none); GPU 7, whole, keeps its bar."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(80, 24))
+
+
+def test_mig_200x60(snap_compare, sim_sampler) -> None:
+    """A MIG node in a big terminal: each instance's memory in rows (side by side when there are
+    many) where the utilization chart would be empty; memory, power and temperature charts."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(200, 60))
+
+
 # -- health findings ------------------------------------------------------------------------------
 
 T0 = 1_700_000_000.0
@@ -146,6 +158,12 @@ def test_faulty_health_badges_120x40(snap_compare, sim_sampler) -> None:
     """Health badges in each panel's bottom edge, the count in the title bar and the findings
     strip under the host strip, every GPU still on screen."""
     assert snap_compare(faulty_with_findings(sim_sampler), terminal_size=(120, 40))
+
+
+def test_faulty_health_badges_80x24(snap_compare, sim_sampler) -> None:
+    """Compact rows of a failing node: every GPU that answers keeps its temperature (GPU 5's
+    marked ``!``); a badge gives up its word, then the power, before a fault is counted."""
+    assert snap_compare(faulty_with_findings(sim_sampler), terminal_size=(80, 24))
 
 
 def test_faulty_findings_screen_120x40(snap_compare, sim_sampler) -> None:

@@ -244,7 +244,7 @@ def test_mig_panels_name_instances_by_profile() -> None:
     """NVML names an instance ``NVIDIA H100 80GB HBM3 MIG 1g.10gb``: the panels say ``1g.10gb``."""
     from gputui.core.model import GpuSample as Sample
     from gputui.core.model import MigDeviceInfo, MigSample
-    from gputui.tui.widgets.gpu_pieces import mig_lines, mig_summary
+    from gputui.tui.widgets.gpu_mig import mig_lines, mig_summary
 
     nvml = "NVIDIA H100 80GB HBM3 MIG "
     devices = (
