@@ -64,6 +64,12 @@ def test_mig_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(app, run_before=sort_by_gpu, terminal_size=(120, 40))
 
 
+def test_mi300x_120x40(snap_compare, sim_sampler) -> None:
+    """Eight MI300X: GFX clocks, XGMI rates, the junction temperature once (no edge sensor:
+    ``hot 67°C mem 57°C``) and the process table's GFX% (AMD's GFX engine busy time)."""
+    assert snap_compare(dashboard(sim_sampler, "mi300x"), terminal_size=(120, 40))
+
+
 def test_mig_80x24(snap_compare, sim_sampler) -> None:
     """A MIG node in compact rows: ``MIG 7×1g.10gb`` where a GPU in MIG mode would show an
     empty utilization bar (the driver reports none); GPU 7, whole, keeps its bar."""

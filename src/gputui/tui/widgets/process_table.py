@@ -35,6 +35,7 @@ from gputui.core.command_text import command_text
 from gputui.core.format import NA, clip, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
 from gputui.core.mig import instances_by_uuid, process_gpu_order, process_gpu_text
 from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
+from gputui.core.vendor_terms import busy_title
 from gputui.host.workload import COLUMN_TITLE, has_workloads, workload_label, workload_words
 from gputui.tui.messages import ProcessHighlighted
 from gputui.tui.widgets.line_widget import DIM, VALUE, cells
@@ -299,7 +300,14 @@ class ProcessTable(VirtualTable[ProcessSample]):
         return spec.sort_key(item)
 
     def header_text(self, spec: Column, arrow: str) -> str:
-        return spec.title if arrow == " " and spec.numeric else f"{spec.title} {arrow}"
+        title = spec.title
+        if spec.key == "sm" and self._snapshot is not None:
+            # What the vendor measures per process: SM% (NVIDIA), GFX% (AMD), GPU% on a mix.
+            title = busy_title(g.vendor for g in self._snapshot.node.gpus)
+        if arrow == " " and spec.numeric:
+            return title
+        text = f"{title} {arrow}"
+        return text if not spec.width or len(text) <= spec.width else f"{title}{arrow}"
 
     def cell_class(self, spec: Column, item: ProcessSample, on_cursor: bool) -> str:
         if on_cursor:
