@@ -297,3 +297,49 @@ def test_probe_dgx_h100_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_probe_failed_run_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
+    """A probe whose worker's torch is a CPU-only build: the bar red where it stopped, "failed"
+    and why, and the summary says what to do (``gputui probe --python PATH``)."""
+    from tests.fakes.probe_session import TESTS, manual_session
+
+    from gputui.probe import protocol
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100", probe_session=manual_session)
+    why = "cuda:0: torch 2.13.0+cpu is a CPU-only build (no CUDA or ROCm)"
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        screen.start([0], TESTS)  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen.session.feed(0, [protocol.Error(None, why), protocol.Done(0.1)])  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen.query_one("#probe-body").scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_probe_busy_gpu_asks_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
+    """Start with busy GPUs picked: the dialog, in the signal dialog's look, names what runs on
+    them and asks (Cancel the default, F probes anyway as --force would)."""
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100")
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        gpus = app.screen.query_one("#probe-gpus")
+        gpus.select(0)
+        gpus.select(1)
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))

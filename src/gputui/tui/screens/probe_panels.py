@@ -99,13 +99,18 @@ class ProbeFits(Static):
 
 
 def progress_lines(runs: Mapping[int | None, DeviceRun]) -> list[Text]:
-    """One line per device: a bar, the share done, and the test running (or how it ended)."""
+    """One line per device: a bar, the share done, and the test running (or how it ended: done,
+    cancelled, or failed with why, the bar red and as far as it got)."""
     lines = []
     for gpu, run in runs.items():
         line = Text(f"{device_label(gpu):<6} ")
-        line.append(progress_bar(run.progress), style="green" if run.done else "cyan")
+        style = "red" if run.failed else "green" if run.done else "cyan"
+        line.append(progress_bar(run.progress), style=style)
         line.append(f" {run.progress:>4.0%}  ")
-        if run.done:
+        if run.failed:
+            line.append("failed", style="bold red")
+            line.append(f": {sanitize(run.error or 'no result')}", style="red")
+        elif run.done:
             state = "cancelled" if run.cancelled else f"done ({len(run.finished)} tests)"
             line.append(state, style="yellow" if run.cancelled else "green")
         elif run.test:
