@@ -271,6 +271,7 @@ async def test_what_fits_matches_fit_module(sim_sampler) -> None:
             ]
         )
         assert "What fits — GPU 0" in text
+        assert "79.6 GiB, " in text and " GiB free" in text  # not a panel: sizes say GiB
         fp16 = next(line for line in text.splitlines() if line.startswith("FP16 inference"))
         assert f"{rows[0].total_b:.0f} B" in fp16 and f"{node[0].total_b:.0f} B" in fp16
         train = next(line for line in text.splitlines() if line.startswith("training (Adam)"))

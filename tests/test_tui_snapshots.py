@@ -177,6 +177,19 @@ def test_faulty_findings_screen_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(120, 40))
 
 
+def test_faulty_findings_screen_80x24(snap_compare, sim_sampler) -> None:
+    """Key h at 80x24: a message or hint that goes on is indented under its first line, and
+    "since 22:13:21" is never split."""
+    assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(80, 24))
+
+
+def test_help_80x24(snap_compare, sim_sampler) -> None:
+    """Key ?: a compact key table first (three columns at 80), the long ones after it, then what
+    each part shows, every body indented under its title."""
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24))
+
+
 # -- topology -------------------------------------------------------------------------------------
 
 

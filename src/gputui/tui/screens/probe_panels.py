@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from gputui.core.format import NA as NO_VALUE
-from gputui.core.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize
+from gputui.core.format import fmt_mhz, fmt_size, fmt_temp, fmt_watts, sanitize
 from gputui.core.model import GpuSample, NodeInfo, Snapshot, describe_throttle
 from gputui.probe.verdict import NA, Judged
 from gputui.specs import fit
@@ -74,8 +74,8 @@ def fits_text(gpus: MemoryPairs, index: int | None) -> Text:
         text.append("no GPU memory to size models against", style="dim")
         return text
     total, free = pair
-    text.append(f"What fits — GPU {index}", style="bold")
-    text.append(f" ({fmt_bytes(total)}, {fmt_bytes(free)} free)\n", style="dim")
+    text.append(f"What fits — GPU {index}\n", style="bold")
+    text.append(f"{fmt_size(total)}, {fmt_size(free)} free\n", style="dim")
     node_rows = fit.node_fits(list(gpus.values()))
     text.append(f"{'params':<15}{'GPU':>6}{'free':>7}{'node':>7}{'free':>7}\n", style="bold")
     for row, node_row in zip(fit.fits(total, free), node_rows, strict=True):
