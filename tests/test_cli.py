@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes.util
+import io
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ from tests.factories import REASONS, run_gputui
 
 from gputui import cli
 from gputui.backends import NoBackend
+from gputui.commands.common import Seams
 
 
 @pytest.fixture
@@ -152,7 +154,7 @@ def test_snapshot_text_columns_line_up_with_wide_user_names(sim_sampler) -> None
     """Columns are measured in terminal cells: a CJK user name is two cells a character."""
     import dataclasses
 
-    from gputui.core.format import cell_width, fmt_bytes
+    from gputui.core.format import cell_width, fmt_size
     from gputui.views.report import render_snapshot
 
     snapshot = sim_sampler("dgx-h100", polls=1).latest
@@ -166,7 +168,7 @@ def test_snapshot_text_columns_line_up_with_wide_user_names(sim_sampler) -> None
     header = next(i for i, line in enumerate(lines) if line.startswith("GPU  PID"))
     column = lines[header].index("GPU MEM")
     for line, proc in zip(lines[header + 1 :], processes, strict=False):
-        memory = fmt_bytes(proc.gpu_memory_bytes)
+        memory = fmt_size(proc.gpu_memory_bytes)
         assert cell_width(line[: line.index("  " + memory) + 2]) == column, line
 
 
@@ -188,8 +190,8 @@ def test_each_command_in_the_table_adds_its_own_parser() -> None:
     assert list(commands.choices) == list(cli.COMMANDS)  # the order `gputui --help` lists
 
 
-def test_snapshot_text_has_a_job_pod_column_and_the_usage(capsys) -> None:
-    assert cli.main(["--demo", "snapshot"]) == 0
+def test_snapshot_text_has_a_job_pod_column_and_the_gpus_idle_now(capsys) -> None:
+    assert cli.main(["--demo", "snapshot", "--gpu-hour-price", "2.5"]) == 0
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if line.startswith("GPU  PID"))
     assert header.index("JOB / POD") < header.index("COMMAND")
@@ -198,7 +200,10 @@ def test_snapshot_text_has_a_job_pod_column_and_the_usage(capsys) -> None:
     vllm = next(line for line in out.splitlines() if "vllm serve" in line)
     assert "pod ml/vllm-0" in vllm and "[ctr" not in vllm  # its container said once, as a pod
     idle = next(line for line in out.splitlines() if line.startswith("Idle now: "))
-    assert "Usage over 0.5s" in out and "7 (held)" in idle  # the idle notebook on GPU 7
+    assert "7 (held)" in idle and "they cost 2.50 per hour" in idle  # the idle notebook
+    # One reading is a glance: no usage table (energy and idle time over half a second), and
+    # no "idle so far"; --json keeps the usage.
+    assert "Usage over" not in out and "ENERGY" not in out and "so far" not in idle
 
 
 def test_snapshot_json_has_typed_attribution_fields(capsys) -> None:
@@ -208,3 +213,55 @@ def test_snapshot_json_has_typed_attribution_fields(capsys) -> None:
     for field in ("slurm_job_id", "k8s_pod_uid", "k8s_pod_name", "container_id", "container_name"):
         assert field in proc
     assert {"energy_used_j", "idle_s", "held_idle_s"} <= set(data["usage"]["gpus"][0])
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal (the width comes from COLUMNS)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def snapshot_text(*argv: str, out: io.StringIO, columns: str = "80") -> str:
+    """``gputui [argv] snapshot`` written to ``out`` with ``COLUMNS`` set."""
+    from gputui.commands import snapshot as snapshot_command
+    from gputui.commands.common import Common
+    from gputui.commands.settings_from_args import settings_for
+
+    parser = cli.build_parser()
+    args = parser.parse_args([*argv, "snapshot"])
+    options = snapshot_command.options(args, Common.from_args(args, settings_for(args, parser)))
+    seams = Seams(environ={"COLUMNS": columns}, out=out)
+    assert snapshot_command.run(options, seams) == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("scenario", ["dgx-h100", "faulty", "mig", "mi300x"])
+def test_snapshot_fits_an_80_column_terminal(scenario: str) -> None:
+    from gputui.core.format import cell_width
+
+    text = snapshot_text("--backend", f"sim:{scenario}", out=Terminal())
+    lines = text.splitlines()
+    assert max(cell_width(line) for line in lines) <= 80
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("GPU  ")) :]
+    assert table[0].split()[:3] == ["GPU", "NAME", "UTIL"]
+    if scenario == "dgx-h100":
+        header = next(line for line in lines if line.startswith("GPU  PID"))
+        assert "RSS" not in header and "TIME" not in header and "JOB / POD" not in header
+        rank3 = next(line for line in lines if "--local-rank=3" in line)
+        assert "train.py … --local-rank=3" in rank3  # fitted as the dashboard fits it
+        # Into a pipe (not a terminal), whole lines whatever COLUMNS says: a script reads all.
+        piped = snapshot_text("--backend", f"sim:{scenario}", out=io.StringIO())
+        assert "python -u train.py --config llama-8b.yaml --local-rank=3" in piped
+    if scenario == "faulty":
+        findings = lines[lines.index(next(x for x in lines if x.startswith("Findings ("))) :]
+        goes_on = [x for x in findings[1:] if x and not x.startswith("  ") and x.strip()]
+        assert goes_on == [] or goes_on[0].startswith("host")  # every continuation indented
+
+
+def test_snapshot_names_what_amd_measures_per_process(sim_sampler) -> None:
+    from gputui.views.report import render_snapshot
+
+    text = render_snapshot(sim_sampler("mi300x", polls=20).latest, width=80)
+    header = next(line for line in text.splitlines() if line.startswith("GPU  PID"))
+    assert "GFX%" in header.split() and "SM%" not in header

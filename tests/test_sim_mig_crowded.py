@@ -177,7 +177,7 @@ def test_snapshot_text_lists_the_instances_under_their_gpu(capsys) -> None:
     gpu0 = [line for line in under[0] if "1g.10gb" in line]
     assert len(gpu0) == 7 and rows[1] - rows[0] == 8
     assert re.match(
-        r" +├ 1g\.10gb +GI 7 +CI 0 +\d\.\d\d/9\.75G +PID \d+ \(svc-chat vllm\)", gpu0[0]
+        r" +├ 1g\.10gb +GI 7 +CI 0 +\d\.\d\d/9\.75 GiB +PID \d+ \(svc-chat vllm\)", gpu0[0]
     )
     assert gpu0[-1].lstrip().startswith("└ 1g.10gb")
     assert any("no processes" in line for line in gpu0), "a free instance"

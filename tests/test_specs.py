@@ -417,3 +417,59 @@ def test_grace_hopper_has_its_nvlink_c2c_host_link(capsys) -> None:
     )
     assert cli.main(["specs", "NVIDIA GH200 480GB"]) == 0
     assert "nvlink-c2c 450 GB/s per direction" in capsys.readouterr().out
+
+
+# -- names as a person types them ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "model"),
+    [
+        ("rtx4090", "GeForce RTX 4090"),
+        ("RTX4090", "GeForce RTX 4090"),
+        ("geforce-rtx-4090", "GeForce RTX 4090"),
+        ("nvidia_geforce_rtx_4090", "GeForce RTX 4090"),
+        ("A100-SXM4 80GB", "A100 SXM4 80GB"),
+        ("7900xtx", "Radeon RX 7900 XTX"),
+    ],
+)
+def test_cli_specs_finds_names_as_people_type_them(typed: str, model: str, capsys) -> None:
+    assert cli.main(["specs", typed]) == 0, typed
+    head = capsys.readouterr().out.splitlines()[0]
+    assert f" {model} (" in head, head
+
+
+def test_a100_80gb_lists_both_of_its_rows_and_fails(capsys) -> None:
+    """Two rows are an A100 80GB (SXM4 and PCIe): both listed, with what tells them apart, and
+    the command fails rather than pick one."""
+    assert cli.main(["specs", "A100 80GB"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines[0] == (
+        "gputui: 'A100 80GB' matches 2 rows of the spec table; give more of the name, one of:"
+    )
+    assert lines[1].split("  ")[1] == "A100 SXM4 80GB" and "SXM" in lines[1]
+    assert lines[2].split("  ")[1] == "A100 PCIe 80GB" and "PCIe" in lines[2]
+    assert "108 SMs · 80 GB HBM2e" in lines[1]
+    for chosen in ("A100 SXM4 80GB", "a100 pcie 80gb"):  # each of them named finds its row
+        assert cli.main(["specs", chosen]) == 0
+
+
+def test_typed_names_compare_as_whole_words() -> None:
+    from gputui.specs.query import search, words
+
+    assert words("NVIDIA GeForce RTX4090-D") == ("rtx", "4090", "d")
+    assert words("AMD Instinct MI300X", brands=True) == ("amd", "instinct", "mi", "300", "x")
+    assert [s.model for s in search("H10")] == []  # not H100
+    assert [s.model for s in search("rtx 4090 laptop")] == []  # a word the row lacks
+    assert [s.model for s in search("h100 nvl")] == ["H100 NVL 94GB"]
+    assert len(search("h100")) == 3 and search("") == search("---") == []
+    # A row named exactly so wins over those that only contain the name.
+    for typed, model in (
+        ("L40", "L40"),
+        ("a10", "A10"),
+        ("t4", "Tesla T4"),
+        ("mi300", "Instinct MI300X"),
+    ):
+        assert [s.model for s in search(typed)] == [model], typed

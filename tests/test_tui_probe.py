@@ -4,6 +4,7 @@ messages into the results table, progress, summary, Esc cancelling, what fits, r
 from __future__ import annotations
 
 import pytest
+from tests.fakes.clock import FakeClock
 from tests.fakes.probe_session import (
     CANNED,
     TESTS,
@@ -19,6 +20,8 @@ from gputui.specs import fit
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.commands import gputui_commands
 from gputui.tui.screens import probe as probe_mod
+from gputui.tui.screens.confirm_probe import ConfirmProbeScreen
+from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S
 from gputui.tui.screens.help import key_rows
 from gputui.tui.screens.probe import (
     BUSY_SHORT,
@@ -32,6 +35,23 @@ from gputui.tui.screens.probe_state import ProbeRunState
 pytestmark = pytest.mark.usefixtures("tui_env")
 
 SIZE = (120, 40)
+
+
+def dialog_clock(monkeypatch) -> FakeClock:
+    """The busy-GPU dialog's clock, moved on by :func:`confirm_busy` (keys typed before the
+    dialog could be read choose nothing)."""
+    clock = FakeClock()
+    monkeypatch.setattr("gputui.tui.screens.confirm_probe.monotonic", clock)
+    return clock
+
+
+async def confirm_busy(app: GpuTuiApp, pilot, clock: FakeClock, *keys: str) -> None:
+    """Start was pressed with busy GPUs picked: the dialog asks; read it, then press ``keys``."""
+    await pilot.pause()
+    assert isinstance(app.screen, ConfirmProbeScreen)
+    clock.now += TYPE_AHEAD_S + 0.05
+    await pilot.press(*keys)
+    await pilot.pause()
 
 
 async def open_probe(app: GpuTuiApp, pilot) -> ProbeScreen:
@@ -87,13 +107,16 @@ def test_run_state_folds_every_message_kind(sim_sampler) -> None:
     state.apply(0, protocol.Error(None, protocol.CANCELLED))  # a notice, not a failure
     assert run.finished == set(tests) and not run.error and state.running
     state.apply(0, protocol.Done(3.0))
-    assert not state.running and run.progress == 1.0
-    assert state.notes == [
-        "GPU 0: FP8 matmul skipped",
+    assert not state.running and run.progress == 1.0 and not run.failed
+    assert state.skipped == ["GPU 0 · FP8 matmul: FP8 needs compute capability ≥ 8.9"]
+    assert state.notes == ["GPU 0: host → device failed: RuntimeError: boom"]
+    assert [(r.test, r.value) for r in state.results] == [("memory_copy", 2900.0)]
+    # One line each: the skipped tests with their reasons, then the other notes.
+    assert state.summary().splitlines()[-3:] == [
+        "Skipped:",
+        "  GPU 0 · FP8 matmul: FP8 needs compute capability ≥ 8.9",
         "GPU 0: host → device failed: RuntimeError: boom",
     ]
-    assert [(r.test, r.value) for r in state.results] == [("memory_copy", 2900.0)]
-    assert state.summary().endswith(" ".join(state.notes))
 
 
 # -- the screen -----------------------------------------------------------------------------------
@@ -138,6 +161,7 @@ async def test_busy_gpu_listed_unchecked(sim_sampler) -> None:
 async def test_canned_results_fill_the_table(sim_sampler, monkeypatch) -> None:
     sampler = sim_sampler("dgx-h100", polls=3)
     monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    clock = dialog_clock(monkeypatch)
     app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_probe(app, pilot)
@@ -148,7 +172,7 @@ async def test_canned_results_fill_the_table(sim_sampler, monkeypatch) -> None:
         for test in TESTS:
             tests.select(test)
         await pilot.press("enter")
-        await pilot.pause()
+        await confirm_busy(app, pilot, clock, "F")  # GPUs 0 and 1 are busy: probe anyway
         session = FakeSession.instances[-1]
         assert session.started == ([0, 1], TESTS)
         assert screen.running
@@ -247,6 +271,7 @@ async def test_what_fits_matches_fit_module(sim_sampler) -> None:
             ]
         )
         assert "What fits — GPU 0" in text
+        assert "79.6 GiB, " in text and " GiB free" in text  # not a panel: sizes say GiB
         fp16 = next(line for line in text.splitlines() if line.startswith("FP16 inference"))
         assert f"{rows[0].total_b:.0f} B" in fp16 and f"{node[0].total_b:.0f} B" in fp16
         train = next(line for line in text.splitlines() if line.startswith("training (Adam)"))
@@ -406,6 +431,7 @@ async def test_lost_gpu_is_listed_but_cannot_be_probed(sim_sampler, monkeypatch)
 
     sampler = sim_sampler("faulty", polls=6)
     monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    clock = dialog_clock(monkeypatch)
     app = GpuTuiApp(sampler, start_sampler=False, probe_session=manual_session)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_probe(app, pilot)
@@ -423,7 +449,7 @@ async def test_lost_gpu_is_listed_but_cannot_be_probed(sim_sampler, monkeypatch)
         tests.deselect_all()
         tests.select("memory_copy")
         await pilot.press("enter")
-        await pilot.pause()
+        await confirm_busy(app, pilot, clock, "F")  # GPU 0 runs the training job
         session = FakeSession.instances[-1]
         assert session.started is not None and 3 not in session.started[0]
         assert 0 in session.started[0]
@@ -516,3 +542,148 @@ def test_screen_children_see_only_the_picked_gpus(sim_sampler) -> None:
     uuids = [Screen.node.gpu(3).uuid, Screen.node.gpu(0).uuid]
     assert plan.visible == {"CUDA_VISIBLE_DEVICES": ",".join(uuids)}
     assert [(t.gpu, t.device) for t in plan.targets] == [(3, "cuda:0"), (0, "cuda:1")]
+
+
+# -- facts a user reads without colour, failures that say what to do, busy GPUs asked for ----------
+
+
+def screen_lines(app: GpuTuiApp) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def test_boxes_read_x_and_blank_and_focus_starts_on_the_gpus(
+    sim_sampler, monkeypatch
+) -> None:
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sim_sampler("a100-pcie", polls=3), start_sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_probe(app, pilot)
+        assert app.focused is screen.query_one("#probe-gpus")
+        text = "\n".join(screen_lines(app))
+        assert "[ ] 0  A100" in text  # busy: listed unchecked
+        assert "[x] memory copy" in text and "[ ] FP8 matmul" in text
+        assert "▐X▌" not in text
+        await pilot.press("space")  # on the GPU list: checks GPU 0
+        await pilot.pause()
+        assert "[x] 0  A100" in "\n".join(screen_lines(app))
+    # A CPU run (the simulated node): the GPU list is disabled, so the tests have the focus.
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: True)
+    app = GpuTuiApp(sim_sampler("a100-pcie", polls=3), start_sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_probe(app, pilot)
+        assert screen.cpu and app.focused is screen.query_one("#probe-tests")
+
+
+NO_CUDA = "cuda:0: torch 2.13.0+cpu is a CPU-only build (no CUDA or ROCm)"
+
+
+async def test_a_failed_run_shows_a_failed_bar_says_why_and_what_to_do(
+    sim_sampler, monkeypatch
+) -> None:
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.start([0], TESTS)
+        await pilot.pause()
+        FakeSession.instances[-1].feed(0, [protocol.Error(None, NO_CUDA), protocol.Done(0.1)])
+        await pilot.pause()
+        assert not screen.running and screen.runs[0].failed
+        (line,) = screen.progress_lines()
+        assert str(line).startswith("GPU 0  ░░░░") and "   0%  failed: " + NO_CUDA in str(line)
+        assert "done" not in str(line)
+        assert any(span.style == "red" for span in line.spans)
+        summary = screen.summary_text
+        assert summary.startswith(f"GPU 0 failed: {NO_CUDA}.")
+        assert "`gputui probe --python PATH` with a Python whose torch has CUDA" in summary
+
+
+def test_failure_advice_for_each_kind_of_failure() -> None:
+    from gputui.tui.screens.probe_state import NO_GPU_TORCH, NO_TORCH, OTHER_FAILURE
+    from gputui.tui.screens.probe_state import failure_advice as advice
+
+    assert advice(NO_CUDA) == advice("cuda:1: torch 2.5.0 sees no GPU") == NO_GPU_TORCH
+    assert advice("GPU 0: torch is not installed in /usr/bin/python3; pip install") == NO_TORCH
+    assert advice("GPU 0: the probe worker exited with status -9") == OTHER_FAILURE
+
+
+def test_the_worker_says_when_torch_is_a_cpu_only_build() -> None:
+    from types import SimpleNamespace
+
+    from gputui.probe.worker import no_gpu_reason
+
+    cpu = SimpleNamespace(__version__="2.13.0+cpu", version=SimpleNamespace(cuda=None, hip=None))
+    cuda = SimpleNamespace(__version__="2.5.0", version=SimpleNamespace(cuda="12.4", hip=None))
+    assert no_gpu_reason(cpu) == "torch 2.13.0+cpu is a CPU-only build (no CUDA or ROCm)"  # type: ignore[arg-type]  # fmt: skip
+    assert no_gpu_reason(cuda) == "torch 2.5.0 sees no GPU"  # type: ignore[arg-type]
+
+
+async def test_skipped_tests_are_listed_one_a_line_with_their_reasons(sim_sampler) -> None:
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        tests = ["memory_copy", "h2d", "matmul_tf32"]
+        screen.start([], tests)  # a CPU run
+        await pilot.pause()
+        FakeSession.instances[-1].feed(
+            None,
+            [
+                hello(None, tests),
+                result("memory_copy", 20.0, "GB/s"),
+                protocol.Skipped("h2d", "host-to-device copies need a GPU (device is the CPU)"),
+                protocol.Skipped(
+                    "matmul_tf32", "TF32 is a GPU tensor-core mode; the CPU has no TF32"
+                ),
+                protocol.Done(1.0),
+            ],
+        )
+        await pilot.pause()
+        lines = screen.summary_text.splitlines()
+        assert lines[1:] == [
+            "Skipped:",
+            "  CPU · host → device: host-to-device copies need a GPU (device is the CPU)",
+            "  CPU · TF32 matmul: TF32 is a GPU tensor-core mode; the CPU has no TF32",
+        ]
+        shown = str(screen.query_one("#probe-summary").render())
+        assert "\n  CPU · host → device: " in shown
+
+
+async def test_a_busy_gpu_asks_before_it_is_probed(sim_sampler, monkeypatch) -> None:
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    clock = dialog_clock(monkeypatch)
+    app = GpuTuiApp(sim_sampler("dgx-h100", polls=3), start_sampler=False)
+    app.probe_session = manual_session
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_probe(app, pilot)
+        screen.busy = {0}  # GPU 1 idle, for the "idle only" choice
+        gpus, tests = screen.query_one("#probe-gpus"), screen.query_one("#probe-tests")
+        gpus.select(0)
+        gpus.select(1)
+        tests.deselect_all()
+        tests.select("memory_copy")
+        started = len(FakeSession.instances)
+
+        await pilot.press("enter")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmProbeScreen)
+        details = str(dialog.query_one("#confirm-details").render())
+        assert "GPU 0 is busy: processes running: PID" in details and "--force" in details
+        assert app.focused is dialog.query_one("#probe-cancel")  # the default
+        await pilot.press("F")  # typed before the dialog could be read: nothing
+        await pilot.pause()
+        assert app.screen is dialog
+        await pilot.press("enter")  # Cancel
+        await pilot.pause()
+        assert app.screen is screen and len(FakeSession.instances) == started
+
+        await pilot.press("enter")
+        await confirm_busy(app, pilot, clock, "I")
+        assert FakeSession.instances[-1].started == ([1], ["memory_copy"])
+
+        screen.state.runs[1].done = True  # that run over, start again with both
+        await pilot.press("enter")
+        await confirm_busy(app, pilot, clock, "F")
+        assert FakeSession.instances[-1].started == ([0, 1], ["memory_copy"])

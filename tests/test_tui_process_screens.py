@@ -180,7 +180,7 @@ async def confirm_with(
         app.push_screen(screen, results.append)
         await pilot.pause()
         shown = text_of(screen.query_one("#confirm-details", Static))
-        assert "4242" in shown and "alice" in shown and fmt_bytes(2 * GiB) in shown
+        assert "4242" in shown and "alice" in shown and "2.00 GiB GPU memory" in shown
         assert "train.py" in shown
         assert app.focused is screen.query_one("#signal-cancel", Button)
         if read:

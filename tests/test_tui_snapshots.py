@@ -123,6 +123,24 @@ def test_help_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(app, press=["question_mark"], terminal_size=(120, 40))
 
 
+def test_mi300x_120x40(snap_compare, sim_sampler) -> None:
+    """Eight MI300X: GFX clocks, XGMI rates, the junction temperature once (no edge sensor:
+    ``hot 67°C mem 57°C``) and the process table's GFX% (AMD's GFX engine busy time)."""
+    assert snap_compare(dashboard(sim_sampler, "mi300x"), terminal_size=(120, 40))
+
+
+def test_mig_80x24(snap_compare, sim_sampler) -> None:
+    """A MIG node in compact rows: ``MIG 7×1g.10gb`` where a GPU in MIG mode would show an
+    empty utilization bar (the driver reports none); GPU 7, whole, keeps its bar."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(80, 24))
+
+
+def test_mig_200x60(snap_compare, sim_sampler) -> None:
+    """A MIG node in a big terminal: each instance's memory in rows (side by side when there are
+    many) where the utilization chart would be empty; memory, power and temperature charts."""
+    assert snap_compare(dashboard(sim_sampler, "mig"), terminal_size=(200, 60))
+
+
 # -- health findings ------------------------------------------------------------------------------
 
 T0 = 1_700_000_000.0
@@ -207,9 +225,28 @@ def test_faulty_health_badges_120x40(snap_compare, sim_sampler) -> None:
     assert snap_compare(faulty_with_findings(sim_sampler), terminal_size=(120, 40))
 
 
+def test_faulty_health_badges_80x24(snap_compare, sim_sampler) -> None:
+    """Compact rows of a failing node: every GPU that answers keeps its temperature (GPU 5's
+    marked ``!``); a badge gives up its word, then the power, before a fault is counted."""
+    assert snap_compare(faulty_with_findings(sim_sampler), terminal_size=(80, 24))
+
+
 def test_faulty_findings_screen_120x40(snap_compare, sim_sampler) -> None:
     """Key h: every finding with its hint; the cleared XID last."""
     assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(120, 40))
+
+
+def test_faulty_findings_screen_80x24(snap_compare, sim_sampler) -> None:
+    """Key h at 80x24: a message or hint that goes on is indented under its first line, and
+    "since 22:13:21" is never split."""
+    assert snap_compare(faulty_with_findings(sim_sampler), press=["h"], terminal_size=(80, 24))
+
+
+def test_help_80x24(snap_compare, sim_sampler) -> None:
+    """Key ?: a compact key table first (three columns at 80), the long ones after it, then what
+    each part shows, every body indented under its title."""
+    app = dashboard(sim_sampler, "dgx-h100")
+    assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24))
 
 
 # -- topology -------------------------------------------------------------------------------------
@@ -330,6 +367,52 @@ def test_probe_dgx_h100_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
         await pilot.pause()
         app.screen.start([0, 1], TESTS)  # type: ignore[attr-defined]
         await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_probe_failed_run_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
+    """A probe whose worker's torch is a CPU-only build: the bar red where it stopped, "failed"
+    and why, and the summary says what to do (``gputui probe --python PATH``)."""
+    from tests.fakes.probe_session import TESTS, manual_session
+
+    from gputui.probe import protocol
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100", probe_session=manual_session)
+    why = "cuda:0: torch 2.13.0+cpu is a CPU-only build (no CUDA or ROCm)"
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        screen.start([0], TESTS)  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen.session.feed(0, [protocol.Error(None, why), protocol.Done(0.1)])  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen.query_one("#probe-body").scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_probe_busy_gpu_asks_80x24(snap_compare, sim_sampler, monkeypatch) -> None:
+    """Start with busy GPUs picked: the dialog, in the signal dialog's look, names what runs on
+    them and asks (Cancel the default, F probes anyway as --force would)."""
+    from gputui.tui.screens import probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "cpu_mode", lambda node: False)
+    app = dashboard(sim_sampler, "dgx-h100")
+
+    async def run_before(pilot) -> None:
+        await pilot.press("p")
+        await pilot.pause()
+        gpus = app.screen.query_one("#probe-gpus")
+        gpus.select(0)
+        gpus.select(1)
+        await pilot.press("enter")
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))

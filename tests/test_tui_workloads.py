@@ -131,36 +131,49 @@ class BarApp(App[None]):
         )
 
 
+IDLE_FORMS = ("3/8 GPUs idle (1 held) · 7.50/h", "3/8 idle · 7.50/h", "idle 7.50/h")
+
+
 @pytest.mark.parametrize(
-    ("width", "idle_shown", "facts"),
+    ("width", "idle", "interval", "facts", "left_out"),
     [
-        (140, True, ("gpu-node-17", "nvml", "driver 550.54.15", "CUDA 12.4", "8 GPUs")),
+        (140, IDLE_FORMS[0], True, ("nvml", "driver 550.54.15", "CUDA 12.4", "8 GPUs"), ()),
         # Too short for all: the driver and runtime versions make room for the idle summary.
-        (110, True, ("gpu-node-17", "nvml", "8 GPUs")),
-        # Shorter: the idle summary goes before the host, backend or GPU count would.
-        (90, False, ("gpu-node-17", "nvml", "8 GPUs", "CUDA 12.4")),
-        (60, False, ("gpu-node-17",)),
+        (110, IDLE_FORMS[0], True, ("nvml", "8 GPUs"), ("driver", "CUDA")),
+        # Shorter: the interval goes, then the idle text's longer forms; the cost stays.
+        (90, IDLE_FORMS[1], False, ("nvml", "8 GPUs"), ("CUDA",)),
+        (80, IDLE_FORMS[2], False, ("nvml", "8 GPUs"), ("CUDA",)),
+        # At 60 columns the backend and the GPU count give way before the idle cost does.
+        (60, IDLE_FORMS[2], False, (), ("nvml", "8 GPUs")),
+        # Too short even for that: no idle text, the interval back.
+        (52, None, True, (), ("nvml", "gpu-node-17")),
     ],
 )
-async def test_a_short_title_bar_drops_versions_then_the_idle_summary(
-    width: int, idle_shown: bool, facts: tuple[str, ...]
+async def test_a_short_title_bar_keeps_the_idle_cost_before_the_interval(
+    width: int,
+    idle: str | None,
+    interval: bool,
+    facts: tuple[str, ...],
+    left_out: tuple[str, ...],
 ) -> None:
     app = BarApp()
     async with app.run_test(size=(width, 3)) as pilot:
         bar = app.query_one(TitleBar)
-        bar.set_state(
-            timestamp=T0,
-            interval=1.0,
-            health=("▲ 2 warnings", "warn"),
-            idle="3/8 GPUs idle (1 held) · 7.50/h",
-        )
+        bar.set_state(timestamp=T0, interval=1.0, health=("▲ 2 warnings", "warn"), idle=IDLE_FORMS)
         await pilot.pause()
         line = bar.plain_lines[0]
         assert len(line) == width
-        assert ("3/8 GPUs idle (1 held) · 7.50/h" in line) is idle_shown
-        assert "▲ 2 warnings" in line  # the verdict is never pushed out
+        shown = [form for form in IDLE_FORMS if form in line]
+        assert shown[:1] == ([idle] if idle else []), line
+        assert ("every 1s" in line) is interval, line
+        if idle and interval:
+            assert line.index(idle) < line.index("every 1s")
+        assert "▲ 2 warnings" in line  # never pushed out
+        assert ("gpu-node-17" in line) is (idle is not None)  # the host goes after the idle text
         for fact in facts:
             assert fact in line
+        for fact in left_out:
+            assert fact not in line
         bar.set_state(idle="")
         await pilot.pause()
         assert "idle" not in bar.plain_lines[0]
@@ -231,7 +244,7 @@ def test_mig_panels_name_instances_by_profile() -> None:
     """NVML names an instance ``NVIDIA H100 80GB HBM3 MIG 1g.10gb``: the panels say ``1g.10gb``."""
     from gputui.core.model import GpuSample as Sample
     from gputui.core.model import MigDeviceInfo, MigSample
-    from gputui.tui.widgets.gpu_pieces import mig_lines, mig_summary
+    from gputui.tui.widgets.gpu_mig import mig_lines, mig_summary
 
     nvml = "NVIDIA H100 80GB HBM3 MIG "
     devices = (

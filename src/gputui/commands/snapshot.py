@@ -1,13 +1,19 @@
 """``gputui snapshot``: one reading as text or JSON (``docs/snapshot-schema.md``); with
-``--replay FILE [--at TIME]`` the recorded reading at TIME."""
+``--replay FILE [--at TIME]`` the recorded reading at TIME.
+
+The text fits the terminal it is printed on (``COLUMNS`` when set, else the terminal's width;
+whole lines into a pipe or a file), as the dashboard fits its tables; the usage table is left
+out of a one-shot reading and kept for a recording (and in ``--json`` always)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import re
+import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, Seams, UsageError
@@ -124,10 +130,36 @@ def options(args: argparse.Namespace, common: Common) -> SnapshotOptions:
     )
 
 
+def text_width(seams: Seams) -> int | None:
+    """The width the text report fits when it goes to a terminal: ``COLUMNS`` when set (as
+    Python's ``shutil.get_terminal_size`` takes it), else the terminal's own; None (whole lines)
+    into a pipe or a file, whatever ``COLUMNS`` says, so a script gets every line whole."""
+    stream = seams.out if seams.out is not None else sys.stdout
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # closed, or no such method
+        return None
+    environ = seams.environ if seams.environ is not None else os.environ
+    columns = environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
+    width = None if options.as_json else text_width(seams)
     if options.spec.replayed:
         return run_replay(
-            options.spec, at=options.at, as_json=options.as_json, settings=options.settings
+            options.spec,
+            at=options.at,
+            as_json=options.as_json,
+            settings=options.settings,
+            width=width,
+            out=seams.out,
         )
     session = open_or_report(
         options.spec,
@@ -144,7 +176,7 @@ def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
         if snapshot.stall is None:
             seams.sleep(SETTLE_S)
             snapshot = sampler.poll(deadline=sampler.deadline)
-    _print(snapshot, options.as_json)
+    _print(snapshot, options.as_json, width, seams.out)
     if snapshot.stall is not None:  # printed with its "not responding" finding, and failed
         error(f"gputui snapshot: {session.backend.name} is not answering (a driver call hangs)")
         return EXIT_FAILED
@@ -152,7 +184,13 @@ def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
 
 
 def run_replay(
-    spec: BackendSpec, *, at: AtTime | None, as_json: bool, settings: Settings | None = None
+    spec: BackendSpec,
+    *,
+    at: AtTime | None,
+    as_json: bool,
+    settings: Settings | None = None,
+    width: int | None = None,
+    out: TextIO | None = None,
 ) -> int:
     """The recorded reading at ``at`` (default: the last)."""
     session = open_or_report(spec, settings=settings)
@@ -173,12 +211,15 @@ def run_replay(
         except RecordingError as exc:
             error(f"gputui: cannot replay: {exc}")
             return EXIT_USAGE
-    _print(snapshot, as_json)
+    _print(snapshot, as_json, width, out)
     return EXIT_OK
 
 
-def _print(snapshot: Snapshot, as_json: bool) -> None:
-    emit(snapshot_to_json(snapshot, indent=2) if as_json else render_snapshot(snapshot))
+def _print(
+    snapshot: Snapshot, as_json: bool, width: int | None = None, out: TextIO | None = None
+) -> None:
+    text = snapshot_to_json(snapshot, indent=2) if as_json else render_snapshot(snapshot, width)
+    emit(text, out)
 
 
 __all__ = [
@@ -191,4 +232,5 @@ __all__ = [
     "resolve_at",
     "run",
     "run_replay",
+    "text_width",
 ]

@@ -10,8 +10,17 @@ from typing import TYPE_CHECKING
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
-from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
+from gputui.specs import (
+    GpuSpec,
+    SpecMatch,
+    all_names,
+    find_models,
+    load_specs,
+    lookup,
+    scaled_peaks,
+)
 from gputui.specs.hostlinks import host_link_for
+from gputui.specs.query import search
 
 if TYPE_CHECKING:
     from gputui.commands.args import SubParsers
@@ -28,7 +37,9 @@ def add_parser(commands: SubParsers) -> None:
         help="print the GPU spec table, or one GPU's spec row, and exit",
         description="Print the built-in GPU spec table (dense peaks; FP16/BF16/FP8 with FP32 "
         "accumulate), or with NAME the row that name matches, as a driver reports it "
-        "(e.g. 'NVIDIA H100 80GB HBM3'). Exit 2 when NAME matches no row.",
+        "(e.g. 'NVIDIA H100 80GB HBM3') or as you would type it, in any case, spacing and "
+        "punctuation, with or without the vendor (rtx4090, 'A100 80GB'). Exit 2 when NAME "
+        "matches no row, or several (they are listed).",
     )
     specs.add_argument(
         "name",
@@ -45,7 +56,9 @@ def options(args: argparse.Namespace, common: Common) -> SpecsOptions:
 def run(options: SpecsOptions) -> int:
     """``gputui specs``: the compact table; ``gputui specs NAME``: one row in full. NAME is a
     name a driver reports (``NVIDIA H100 80GB HBM3``) or a model name from the table, whole or
-    from the start of a word (``H100 SXM5 80GB``, ``h100 sxm``), in any case."""
+    from the start of a word (``H100 SXM5 80GB``, ``h100 sxm``), in any case, spacing or
+    punctuation, with or without the vendor (``rtx4090``, ``A100 80GB``:
+    :mod:`gputui.specs.query`). A name several rows share lists them, and exits 2."""
     name = options.name
 
     def num(value: float | None, fmt: str = "{:g}") -> str:
@@ -80,14 +93,21 @@ def run(options: SpecsOptions) -> int:
         return EXIT_OK
     match = lookup(name)
     if match is None:
-        models = find_models(name)
+        # As a person types it: any case, spacing, punctuation, with or without the vendor
+        # (rtx4090, "A100 80GB"); then the start of a model's words (H100 SXM).
+        models = search(name) or find_models(name)
         if len(models) > 1:
-            error(f"gputui: {name!r} matches {len(models)} rows; give more of the model name:")
+            error(
+                f"gputui: {name!r} matches {len(models)} rows of the spec table; "
+                "give more of the name, one of:"
+            )
+            width = max(len(spec.model) for spec in models)
             for spec in models:
-                error(f"  {spec.model}")
+                error(f"  {spec.model:<{width}}  {_row_summary(spec)}")
             return EXIT_USAGE
         if models:
-            match = SpecMatch(models[0], "pattern", 1.0, f"model name contains {name.strip()!r}")
+            why = f"{name.strip()!r} names this row (case, blanks, punctuation, vendor aside)"
+            match = SpecMatch(models[0], "pattern", 1.0, why)
     if match is None:
         close = difflib.get_close_matches(name.strip(), all_names(), n=5, cutoff=0.5)
         error(f"gputui: no spec for {name!r}")
@@ -130,6 +150,20 @@ def run(options: SpecsOptions) -> int:
     out.append("Peaks are dense (no sparsity); FP16/BF16/FP8/INT8 with FP32 accumulate.")
     emit("\n".join(out))
     return EXIT_OK
+
+
+def _row_summary(spec: GpuSpec) -> str:
+    """``108 SMs · 80 GB HBM2e · BF16 312 TFLOPS``: enough to tell candidate rows apart."""
+    parts = []
+    if spec.sm_count is not None:
+        parts.append(f"{spec.sm_count} {spec.unit_name}")
+    if spec.memory_gb is not None:
+        parts.append(f"{spec.memory_gb:g} GB {spec.memory_type}".rstrip())
+    if spec.bf16_tflops is not None:
+        parts.append(f"BF16 {spec.bf16_tflops:g} TFLOPS")
+    if spec.form_factor:
+        parts.append(spec.form_factor)
+    return " · ".join(parts)
 
 
 __all__ = ["SpecsOptions", "add_parser", "options", "run"]

@@ -9,8 +9,10 @@ Text from a reading (host and GPU names, users, commands, messages) can hold any
 recording can come from anywhere: :func:`sanitize` is the one filter between such text and a
 terminal, and :func:`cell_width` / :func:`pad` / :func:`clip` measure it in terminal cells.
 
-Conventions: memory sizes are binary (GiB shown as ``G``, the way nvitop and ``free -h`` do);
-transfer rates are decimal (``GB/s``, the way PCIe and NVLink are specified).
+Conventions: memory sizes are binary: the panels and tables of the dashboard write GiB as ``G``,
+the way nvitop and ``free -h`` do (:func:`fmt_bytes`), everything else writes ``GiB``
+(:func:`fmt_size`); transfer rates are decimal (``GB/s``, the way PCIe and NVLink are
+specified).
 """
 
 from __future__ import annotations
@@ -60,6 +62,25 @@ def fmt_bytes(value: float | None, *, space: bool = False) -> str:
     scaled, unit = _scaled(value, 1024.0, _BINARY_UNITS)
     number = f"{scaled:.0f}" if unit == "B" else _short_number(scaled)
     return f"{number}{' ' if space else ''}{unit}"
+
+
+def fmt_size(value: float | None) -> str:
+    """A binary size with its binary unit, for prose and reports (the panels write the short
+    ``G``): ``512 B``, ``7.71 GiB``, ``1.97 TiB``; :data:`NA` when unknown."""
+    text = fmt_bytes(value, space=True)
+    return text if text == NA or text.endswith("B") else text + "iB"
+
+
+def fmt_size_pair(used: float | None, total: float | None) -> str:
+    """``used/total`` with binary units, sharing the unit when both have it: ``72.1/79.6 GiB``,
+    ``301 GiB/1.97 TiB``; ``n/a`` for an unknown part."""
+    if _is_missing(used) and _is_missing(total):
+        return NA
+    used_text, total_text = fmt_size(used), fmt_size(total)
+    unit = total_text.rpartition(" ")[2]
+    if used_text.endswith(f" {unit}") and unit not in ("B", NA):
+        return f"{used_text.rpartition(' ')[0]}/{total_text}"
+    return f"{used_text}/{total_text}"
 
 
 def fmt_bytes_pair(used: float | None, total: float | None) -> str:
@@ -336,6 +357,8 @@ __all__ = [
     "fmt_pct",
     "fmt_power_pair",
     "fmt_rate",
+    "fmt_size",
+    "fmt_size_pair",
     "fmt_temp",
     "fmt_watts",
     "pad",

@@ -13,7 +13,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gputui.core.model import Finding, MigDeviceInfo, MigSample, ProcessSample, Snapshot
+from gputui.core.model import (
+    Finding,
+    GpuInfo,
+    GpuSample,
+    MigDeviceInfo,
+    MigSample,
+    ProcessSample,
+    Snapshot,
+)
 
 _PROFILE = re.compile(r"\b\d+g\.\d+gb(?:\+\w+)?\b", re.IGNORECASE)
 _PID = re.compile(r"\bPID (\d+)\b")
@@ -93,12 +101,22 @@ def mig_views(snapshot: Snapshot, gpu_index: int) -> tuple[MigView, ...]:
     info = snapshot.node.gpu(gpu_index)
     if info is None or not info.mig_devices:
         return ()
-    sample = snapshot.sample(gpu_index)
-    readings = {m.uuid: m for m in sample.mig_devices} if sample is not None else {}
     procs: dict[str, list[ProcessSample]] = {}
     for p in snapshot.processes:
         if p.gpu_index == gpu_index and p.mig_uuid is not None:
             procs.setdefault(p.mig_uuid, []).append(p)
+    return instance_views(info, snapshot.sample(gpu_index), procs)
+
+
+def instance_views(
+    info: GpuInfo,
+    sample: GpuSample | None,
+    processes: Mapping[str, Iterable[ProcessSample]] | None = None,
+) -> tuple[MigView, ...]:
+    """The MIG instances of one GPU with their readings from ``sample`` (and their processes,
+    by instance UUID, when given), in the node's order: what a GPU panel shows of them."""
+    readings = {m.uuid: m for m in sample.mig_devices} if sample is not None else {}
+    procs = processes or {}
     return tuple(
         MigView(m, readings.get(m.uuid), tuple(procs.get(m.uuid, ()))) for m in info.mig_devices
     )
@@ -161,6 +179,7 @@ __all__ = [
     "has_mig",
     "instance_label",
     "instance_tag",
+    "instance_views",
     "instances_by_uuid",
     "mig_profile",
     "mig_views",

@@ -267,16 +267,24 @@ def fmt_money(amount: float) -> str:
 def idle_summary(usage: Usage | None) -> str:
     """One short line for a title bar when any GPU is idle now, else '': ``3/8 GPUs idle (1
     held) · 7.50/h`` (the cost per hour of the idle GPUs when a price is set)."""
+    forms = idle_forms(usage)
+    return forms[0] if forms else ""
+
+
+def idle_forms(usage: Usage | None) -> tuple[str, ...]:
+    """:func:`idle_summary` and its shorter forms, longest first, for a bar that is short of
+    room: ``3/8 GPUs idle (1 held) · 7.50/h``, ``3/8 idle · 7.50/h``, ``idle 7.50/h`` (the cost
+    kept to the last); () when no GPU is idle now."""
     if usage is None or not usage.idle_gpus:
-        return ""
-    text = (
-        f"{usage.idle_gpus}/{usage.gpus_counted} GPU{'s' if usage.gpus_counted != 1 else ''} idle"
-    )
+        return ()
+    count = f"{usage.idle_gpus}/{usage.gpus_counted}"
+    full = f"{count} GPU{'s' if usage.gpus_counted != 1 else ''} idle"
     if usage.held_idle_gpus:
-        text += f" ({usage.held_idle_gpus} held)"
-    if usage.idle_cost_per_hour is not None:
-        text += f" · {fmt_money(usage.idle_cost_per_hour)}/h"
-    return text
+        full += f" ({usage.held_idle_gpus} held)"
+    if usage.idle_cost_per_hour is None:
+        return tuple(dict.fromkeys((full, f"{count} idle")))
+    cost = f"{fmt_money(usage.idle_cost_per_hour)}/h"
+    return (f"{full} · {cost}", f"{count} idle · {cost}", f"idle {cost}")
 
 
 __all__ = [
@@ -290,6 +298,7 @@ __all__ = [
     "UsageMeter",
     "fmt_energy",
     "fmt_money",
+    "idle_forms",
     "idle_state",
     "idle_summary",
     "max_energy_increase",

@@ -134,6 +134,16 @@ def _ignore(msg: ProbeMessage) -> None:
     pass
 
 
+def no_gpu_reason(torch: ModuleType) -> str:
+    """Why torch has no GPU to give: a build without CUDA and ROCm (``torch 2.5.0+cpu``, the one
+    pip installs where it finds no CUDA), or a GPU build that sees none (driver, container,
+    ``CUDA_VISIBLE_DEVICES``)."""
+    version = getattr(torch, "version", None)
+    if getattr(version, "cuda", None) is None and getattr(version, "hip", None) is None:
+        return f"torch {torch.__version__} is a CPU-only build (no CUDA or ROCm)"
+    return f"torch {torch.__version__} sees no GPU"
+
+
 def find_device(torch: ModuleType, pci_bus_id: str) -> tuple[int | None, bool]:
     """The visible device at ``pci_bus_id``: (its index or None, whether the runtime reports
     PCI addresses at all). Without addresses the caller keeps the index it was given."""
@@ -198,7 +208,7 @@ def run_probe(
         total, free, l2 = int(vm.total), int(vm.available), 32 * MIB
     elif dev.type == "cuda":
         if not torch.cuda.is_available():
-            emit(protocol.Error(None, f"{device}: torch sees no GPU"))
+            emit(protocol.Error(None, f"{device}: {no_gpu_reason(torch)}"))
             emit(protocol.Done(time.perf_counter() - start))
             return 1
         index = dev.index if dev.index is not None else torch.cuda.current_device()

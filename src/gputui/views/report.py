@@ -12,7 +12,14 @@ instances a line naming them.
 
 Processes that run in a Slurm job, a Kubernetes pod or a container get a JOB / POD column
 (:mod:`gputui.host.workload`); the usage since the session started (energy, idle and held-idle time
-per GPU, what idle GPUs cost) follows the host line."""
+per GPU, what idle GPUs cost) follows the host line when the session is longer than a glance
+(:data:`USAGE_MIN_SPAN_S`: a replayed recording; not the one reading of ``gputui snapshot``,
+which says only which GPUs are idle now).
+
+At a width (a terminal's), every line fits it as the dashboard fits its own: tables give up the
+columns that matter least, then fit their last column (a command as the process table shortens
+it, notes cut with ``…``), and findings and the node's facts go on under their first line.
+Sizes are written GiB (the dashboard's panels write G)."""
 
 from __future__ import annotations
 
@@ -25,8 +32,6 @@ from gputui.core.format import (
     cell_width,
     clip,
     finding_text,
-    fmt_bytes,
-    fmt_bytes_pair,
     fmt_c2c,
     fmt_duration,
     fmt_elapsed,
@@ -35,6 +40,8 @@ from gputui.core.format import (
     fmt_pcie,
     fmt_pct,
     fmt_power_pair,
+    fmt_size,
+    fmt_size_pair,
     fmt_temp,
     pad,
     sanitize,
@@ -50,10 +57,13 @@ from gputui.core.model import (
     describe_throttle,
 )
 from gputui.core.usage import fmt_energy, fmt_money
+from gputui.core.vendor_terms import busy_title
+from gputui.core.wrap import wrap_text
 from gputui.health.verdict import CheckResult
 from gputui.host.pidns import namespace_note
 from gputui.host.workload import COLUMN_TITLE as WORKLOAD_COLUMN
 from gputui.host.workload import has_workloads, workload_label
+from gputui.views.table import Cell, FitText, clipped, text_table
 
 GPU_COLUMNS = ("GPU", "NAME", "UTIL", "MEMORY", "POWER", "TEMP", "SM CLOCK", "PCIe", "ECC", "NOTES")
 PROCESS_COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "COMMAND")
@@ -65,42 +75,46 @@ WORKLOAD_WIDTH = 40
 pod name can be megabytes (longer ones are clipped with … as the dashboard clips them)."""
 USER_WIDTH = 32
 """Cells of the USER column at most (a recording's user can be anything)."""
+USAGE_MIN_SPAN_S = 10.0
+"""A session this long or longer gets the usage table; a shorter one is a glance (``gputui
+snapshot`` reads for half a second), whose idle and energy figures would say nothing."""
+NOTES_GIVE_WAY = (GPU_COLUMNS.index("SM CLOCK"),)
+"""GPU table columns left out, in order, before NOTES gets too narrow to read."""
+FINDING_INDENT = " " * 16
 
 
 def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
-    """The node line, a GPU table, the health findings, the host line and a process table;
-    ``width`` cuts long lines."""
-    lines = [_node_line(snapshot), ""]
-    gpu_lines = _table(GPU_COLUMNS, [_gpu_row(snapshot, s) for s in snapshot.gpus])
+    """The node line, a GPU table, the health findings, the host line, the usage (sessions
+    longer than a glance) and a process table; at a ``width``, every line fits it (see the
+    module)."""
+    lines = [*_flowed(_node_parts(snapshot), width, " · "), ""]
+    gpu_lines = text_table(
+        GPU_COLUMNS,
+        [_gpu_row(snapshot, s) for s in snapshot.gpus],
+        width=width,
+        give_way=NOTES_GIVE_WAY,
+    )
     lines.append(gpu_lines[0])
     for sample, line in zip(snapshot.gpus, gpu_lines[1:], strict=True):
         lines.append(line)
         if not sample.lost:
-            lines += _instance_lines(snapshot, sample.index)
+            lines += _instance_lines(snapshot, sample.index, width)
     notes = {f.key: finding_note(f, snapshot) for f in snapshot.findings}
-    lines += ["", *render_findings(snapshot.findings, notes)]
+    lines += ["", *render_findings(snapshot.findings, notes, width)]
     if snapshot.host is not None:
-        lines += ["", _host_line(snapshot)]
-    if snapshot.usage is not None and snapshot.usage.gpus:
-        lines += ["", *render_usage(snapshot)]
+        lines += ["", *_flowed(_host_parts(snapshot), width, "  ")]
+    usage = snapshot.usage
+    if usage is not None and usage.gpus:
+        if snapshot.timestamp - usage.since >= USAGE_MIN_SPAN_S:
+            lines += ["", *render_usage(snapshot, width)]
+        elif (idle := _idle_now(snapshot, glance=True)) is not None:
+            lines += ["", *wrap_text(idle, width or 0, indent="  ")]
     lines.append("")
     note = namespace_note(snapshot.node.pid_namespace)  # why no user or command, once
     if note is not None:
-        lines.append(note)
+        lines += wrap_text(note, width or 0, indent="  ")
     if snapshot.processes:
-        instances = instances_by_uuid(snapshot)
-        workloads = has_workloads(snapshot.processes)
-        rows = [_process_row(snapshot, p, workloads) for p in snapshot.processes]
-        columns: tuple[str, ...] = PROCESS_COLUMNS
-        if workloads:  # the job / pod / container column, before the command
-            columns = (*columns[:-1], WORKLOAD_COLUMN, columns[-1])
-        if any(p.mig_uuid is not None for p in snapshot.processes):
-            rows = [
-                [row[0], *_instance_ids(p.mig_uuid, instances), *row[1:]]
-                for row, p in zip(rows, snapshot.processes, strict=True)
-            ]
-            columns = (columns[0], *MIG_PROCESS_COLUMNS[1:3], *columns[1:])
-        lines += _table(columns, rows)
+        lines += _process_table(snapshot, width)
     else:
         lines.append("No GPU processes.")
     if width:
@@ -108,34 +122,79 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     return "\n".join(sanitize(line).rstrip() for line in lines)
 
 
+def _process_table(snapshot: Snapshot, width: int | None) -> list[str]:
+    """GPU, [GI, CI,] PID, USER, GPU MEM, SM% (what the vendor measures), CPU%, RSS, TIME,
+    [JOB / POD,] COMMAND; at a width RSS, TIME and JOB / POD give way, as in the dashboard's
+    table, before COMMAND has fewer than 24 cells, and COMMAND keeps what tells processes apart."""
+    instances = instances_by_uuid(snapshot)
+    workloads = has_workloads(snapshot.processes)
+    columns = [
+        *PROCESS_COLUMNS[:4],
+        busy_title(g.vendor for g in snapshot.node.gpus),
+        *PROCESS_COLUMNS[5:],
+    ]
+    rows = [_process_row(snapshot, p, workloads) for p in snapshot.processes]
+    if workloads:  # the job / pod / container column, before the command
+        columns.insert(-1, WORKLOAD_COLUMN)
+    if any(p.mig_uuid is not None for p in snapshot.processes):
+        rows = [
+            [row[0], *_instance_ids(p.mig_uuid, instances), *row[1:]]
+            for row, p in zip(rows, snapshot.processes, strict=True)
+        ]
+        columns[1:1] = MIG_PROCESS_COLUMNS[1:3]
+    give_way = [columns.index(c) for c in ("RSS", "TIME", WORKLOAD_COLUMN) if c in columns]
+    return text_table(columns, rows, width=width, give_way=give_way)
+
+
+def _flowed(parts: list[str], width: int | None, sep: str) -> list[str]:
+    """``parts`` joined by ``sep`` in lines of at most ``width`` cells, each part whole (cut
+    when longer than a line), the lines after the first indented by two."""
+    if width is None:
+        return [sep.join(parts)]
+    lines = [""]
+    for part in parts:
+        joined = f"{lines[-1]}{sep}{part}" if lines[-1] else part
+        if cell_width(joined) <= width or not lines[-1]:
+            lines[-1] = clipped(joined, width)
+        else:
+            lines.append(clipped(f"  {part}", width))
+    return lines
+
+
 def render_findings(
-    findings: tuple[Finding, ...] | list[Finding], notes: Mapping[str, str] | None = None
+    findings: tuple[Finding, ...] | list[Finding],
+    notes: Mapping[str, str] | None = None,
+    width: int | None = None,
 ) -> list[str]:
     """``severity  GPU n  message  [rule]`` with the action and hint indented below
     (``→ reset_gpu · drain the node and ...``), in the order given (the health monitor's: worst
     first, hardware faults before busy GPUs); ``notes`` (finding key -> text) adds a line under a
-    finding, e.g. the MIG instances its processes run in."""
+    finding, e.g. the MIG instances its processes run in. At a ``width``, each goes on under its
+    message (a number kept with its unit)."""
     if not findings:
         return ["No findings."]
+    wrap = width or 0
     lines = [f"Findings ({len(findings)}):"]
     for f in findings:
         where = "node" if f.gpu_index is None else f"GPU {f.gpu_index}"
         cleared = "" if f.active else " (cleared)"
         text = finding_text(f.message, f.gpu_index)
-        lines.append(
-            f"  {sanitize(f.severity):<4}  {where:<6}  {text}{cleared}  [{sanitize(f.rule)}]"
+        head = f"  {sanitize(f.severity):<4}  {where:<6}  "
+        lines += wrap_text(
+            f"{text}{cleared}  [{sanitize(f.rule)}]", wrap, first=head, indent=FINDING_INDENT
         )
         todo = [f"→ {f.action}"] if f.action != "none" else []
         if f.hint:
             todo.append(sanitize(f.hint))
-        if todo:
-            lines.append(f"                {' · '.join(todo)}")
-        if notes and (note := notes.get(f.key)):
-            lines.append(f"                {sanitize(note)}")
+        for extra in (" · ".join(todo), notes.get(f.key) if notes else None):
+            if extra:
+                lines += wrap_text(
+                    sanitize(extra), wrap, first=FINDING_INDENT, indent=FINDING_INDENT + "  "
+                )
     return lines
 
 
-def _node_line(snapshot: Snapshot) -> str:
+def _node_parts(snapshot: Snapshot) -> list[str]:
     node = snapshot.node
     runtime = "ROCm" if node.gpus and node.gpus[0].vendor == "amd" else "CUDA"
     parts = [sanitize(node.hostname), sanitize(node.backend)]
@@ -148,7 +207,7 @@ def _node_line(snapshot: Snapshot) -> str:
         hidden = ",".join(str(i) for i in node.inaccessible_gpus)
         parts.append(f"GPU {hidden} not accessible to this user")
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
-    return " · ".join(parts)
+    return parts
 
 
 def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
@@ -168,8 +227,9 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
             "",
         ]
     pcie = fmt_pcie(sample.pcie_gen, sample.pcie_width)
-    if info and (info.pcie_max_gen or info.pcie_max_width):
-        pcie += f" of {fmt_pcie(info.pcie_max_gen, info.pcie_max_width)}"
+    most = fmt_pcie(info.pcie_max_gen, info.pcie_max_width) if info else NA
+    if most not in (NA, pcie):  # trained below its maximum (or the maximum unknown in part)
+        pcie += f" of {most}"
     if info is not None and (c2c := fmt_c2c(info.host_link, info.host_link_bandwidth_gbs)):
         pcie = c2c
     ecc = sample.ecc_volatile_uncorrected
@@ -187,32 +247,34 @@ def _gpu_row(snapshot: Snapshot, sample: GpuSample) -> list[str]:
         str(sample.index),
         name,
         fmt_pct(sample.utilization_gpu_pct),
-        fmt_bytes_pair(sample.memory_used_bytes, sample.memory_total_bytes),
+        fmt_size_pair(sample.memory_used_bytes, sample.memory_total_bytes),
         fmt_power_pair(sample.power_w, sample.power_limit_w),
         fmt_temp(sample.temperature_gpu_c),
         fmt_mhz(sample.clock_sm_mhz),
         pcie,
-        NA if ecc is None else f"{ecc} unc",
+        NA if ecc is None else "ok" if ecc == 0 else f"{ecc} uncorr.",
         notes,
     ]
 
 
-def _instance_lines(snapshot: Snapshot, index: int) -> list[str]:
+def _instance_lines(snapshot: Snapshot, index: int, width: int | None = None) -> list[str]:
     """A line per MIG instance of GPU ``index``, aligned among themselves, under its row."""
     views = mig_views(snapshot, index)
-    rows = [
+    rows: list[list[Cell]] = [
         [
             view.profile,
             f"GI {view.info.gpu_instance_id}",
             f"CI {view.info.compute_instance_id}",
-            fmt_bytes_pair(view.memory_used_bytes, view.memory_total_bytes),
+            fmt_size_pair(view.memory_used_bytes, view.memory_total_bytes),
             describe_processes(view.processes),
         ]
         for view in views
     ]
-    lines = _table(("",) * 5, rows)[1:] if rows else []
+    indent = MIG_INDENT + "├ "
+    lines = text_table(("",) * 5, rows, width=width, indent=indent)[1:] if rows else []
     return [
-        f"{MIG_INDENT}{'└' if k == len(lines) - 1 else '├'} {line}" for k, line in enumerate(lines)
+        f"{MIG_INDENT}{'└' if k == len(lines) - 1 else '├'} {line[len(indent) :]}"
+        for k, line in enumerate(lines)
     ]
 
 
@@ -223,37 +285,43 @@ def _instance_ids(uuid: str | None, instances: Mapping[str, MigDeviceInfo]) -> l
     return [str(info.gpu_instance_id), str(info.compute_instance_id)]
 
 
-def _host_line(snapshot: Snapshot) -> str:
+def _host_parts(snapshot: Snapshot) -> list[str]:
     host = snapshot.host
     assert host is not None
-    return "  ".join(
-        [
-            f"host CPU {fmt_pct(host.cpu_pct)}",
-            f"RAM {fmt_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}",
-            f"swap {fmt_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
-            f"load {fmt_load(host.load_average)}",
-            f"up {fmt_duration(host.uptime_s)}",
-        ]
-    )
+    return [
+        f"host CPU {fmt_pct(host.cpu_pct)}",
+        f"RAM {fmt_size_pair(host.memory_used_bytes, host.memory_total_bytes)}",
+        f"swap {fmt_size_pair(host.swap_used_bytes, host.swap_total_bytes)}",
+        f"load {fmt_load(host.load_average)}",
+        f"up {fmt_duration(host.uptime_s)}",
+    ]
 
 
-def _process_row(snapshot: Snapshot, proc: ProcessSample, workloads: bool = False) -> list[str]:
+def _process_row(snapshot: Snapshot, proc: ProcessSample, workloads: bool = False) -> list[Cell]:
     """A process's cells; with ``workloads`` its job / pod / container cell before the command
-    (which then leaves out the container tag the cell already gives)."""
-    row = [
+    (which then leaves out the container tag the cell already gives). The command is fitted to
+    the width its column gets, as the dashboard's table fits it."""
+    row: list[Cell] = [
         str(proc.gpu_index),
         str(proc.pid),
         _clipped(proc.user or NA, USER_WIDTH),
-        fmt_bytes(proc.gpu_memory_bytes),
+        fmt_size(proc.gpu_memory_bytes),
         "-" if proc.sm_pct is None else f"{proc.sm_pct:.0f}",
         "-" if proc.cpu_pct is None else f"{proc.cpu_pct:.0f}",
-        fmt_bytes(proc.host_rss_bytes),
+        fmt_size(proc.host_rss_bytes),
         fmt_elapsed(proc.running_for(snapshot.timestamp)),
     ]
     if workloads:
         workload = _clipped(workload_label(proc) or "-", WORKLOAD_WIDTH)
-        return [*row, workload, command_text(proc.command, proc.name, None)]
-    return [*row, command_text(proc.command, proc.name, proc.container_id)]
+        return [*row, workload, _command(proc, None)]
+    return [*row, _command(proc, proc.container_id)]
+
+
+def _command(proc: ProcessSample, container_id: str | None) -> FitText:
+    def fitted(width: int | None) -> str:
+        return command_text(proc.command, proc.name, container_id, width=width)
+
+    return fitted
 
 
 def _clipped(text: str, width: int) -> str:
@@ -271,18 +339,20 @@ def _seconds(value: float) -> str:
     return f"{value:.1f}s" if value < 10 else fmt_duration(value)
 
 
-def render_usage(snapshot: Snapshot) -> list[str]:
+def render_usage(snapshot: Snapshot, width: int | None = None) -> list[str]:
     """Energy and idle time per GPU since the session started, and the GPUs idle now with what
     they cost per hour when a price is set (see :mod:`gputui.core.usage`)."""
     usage = snapshot.usage
     if usage is None:
         return []
     span = _seconds(max(snapshot.timestamp - usage.since, 0.0))
-    lines = [
+    lines = wrap_text(
         f"Usage over {span} (idle: utilization below {usage.idle_util_pct:g} %; held: idle with "
-        f"more than {usage.held_memory_bytes / 2**30:g} GiB in use):"
-    ]
-    rows = []
+        f"more than {usage.held_memory_bytes / 2**30:g} GiB in use):",
+        width or 0,
+        indent="  ",
+    )
+    rows: list[list[Cell]] = []
     for g in usage.gpus:
         share = f" ({g.idle_s / g.observed_s:.0%})" if g.observed_s > 0 else ""
         now = {None: "-", True: "held idle" if g.held_idle else "idle", False: "busy"}[g.idle]
@@ -295,33 +365,33 @@ def render_usage(snapshot: Snapshot) -> list[str]:
                 now,
             ]
         )
-    lines += ["  " + line for line in _table(("GPU", "ENERGY", "IDLE", "HELD IDLE", "NOW"), rows)]
-    if usage.gpus_counted:
-        idle = [g for g in usage.gpus if g.idle]
-        names = ", ".join(f"{g.index}{' (held)' if g.held_idle else ''}" for g in idle)
-        text = f"Idle now: {usage.idle_gpus} of {usage.gpus_counted} GPUs"
-        text += f": GPU {names}" if idle else ""
-        if usage.gpu_hour_price is not None and usage.idle_cost_per_hour is not None:
-            text += (
-                f"; at {fmt_money(usage.gpu_hour_price)} per GPU-hour they cost "
-                f"{fmt_money(usage.idle_cost_per_hour)} per hour"
-            )
-            if usage.idle_cost is not None:
-                text += f" ({fmt_money(usage.idle_cost)} idle so far)"
-        lines.append(text)
+    headers = ("GPU", "ENERGY", "IDLE", "HELD IDLE", "NOW")
+    lines += text_table(headers, rows, width=width, indent="  ")
+    idle = _idle_now(snapshot)
+    if idle is not None:
+        lines += wrap_text(idle, width or 0, indent="  ")
     return lines
 
 
-def _table(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    """Left-aligned text columns, measured in terminal cells; the last column is never padded
-    (it holds free text)."""
-    rows = [[sanitize(cell) for cell in row] for row in rows]
-    widths = [max([len(h)] + [cell_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    out = []
-    for row in [list(headers), *rows]:
-        cells = [pad(cell, widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
-        out.append("  ".join(cells))
-    return out
+def _idle_now(snapshot: Snapshot, *, glance: bool = False) -> str | None:
+    """``Idle now: 1 of 8 GPUs: GPU 7 (held); at 2.50 per GPU-hour they cost 2.50 per hour``
+    (and what they cost so far, unless ``glance``: one reading has no "so far"); None when
+    no GPU was counted, or at a ``glance`` when none is idle."""
+    usage = snapshot.usage
+    if usage is None or not usage.gpus_counted or (glance and not usage.idle_gpus):
+        return None
+    idle = [g for g in usage.gpus if g.idle]
+    names = ", ".join(f"{g.index}{' (held)' if g.held_idle else ''}" for g in idle)
+    text = f"Idle now: {usage.idle_gpus} of {usage.gpus_counted} GPUs"
+    text += f": GPU {names}" if idle else ""
+    if usage.gpu_hour_price is not None and usage.idle_cost_per_hour is not None:
+        text += (
+            f"; at {fmt_money(usage.gpu_hour_price)} per GPU-hour they cost "
+            f"{fmt_money(usage.idle_cost_per_hour)} per hour"
+        )
+        if usage.idle_cost is not None and not glance:
+            text += f" ({fmt_money(usage.idle_cost)} idle so far)"
+    return text
 
 
 def render_check(result: CheckResult) -> str:
@@ -336,7 +406,7 @@ def render_check(result: CheckResult) -> str:
             [m.profile, f"GI {m.gpu_instance_id}", f"CI {m.compute_instance_id}", m.summary]
             for m in g.mig
         ]
-        instances = _table(("",) * 4, rows)[1:] if rows else []
+        instances = text_table(("",) * 4, rows)[1:] if rows else []
         lines += [
             f"{MIG_INDENT}{'└' if k == len(instances) - 1 else '├'} {line}"
             for k, line in enumerate(instances)

@@ -25,7 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from gputui.core.command_text import command_text
-from gputui.core.format import NA, cell_width, clip, fmt_bytes, sanitize
+from gputui.core.format import NA, cell_width, clip, fmt_bytes, fmt_size, sanitize
 from gputui.core.model import ProcessSample
 from gputui.tui.widgets.footer import KeyFooter
 
@@ -149,7 +149,7 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
         for label, value in (
             ("PID", str(proc.pid)),
             ("User", sanitize(proc.user or NA)),
-            ("GPU", f"{proc.gpu_index}  ({fmt_bytes(proc.gpu_memory_bytes)} GPU memory)"),
+            ("GPU", f"{proc.gpu_index}  ({fmt_size(proc.gpu_memory_bytes)} GPU memory)"),
             ("Command", command_text(proc.command, proc.name, proc.container_id)),
         ):
             details.append(f"{label:<9}", style="bold")

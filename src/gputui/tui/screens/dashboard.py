@@ -33,7 +33,7 @@ from textual.widgets import Input, Label, Static
 
 from gputui.core.history import History
 from gputui.core.model import NodeInfo, ProcessSample, Snapshot
-from gputui.core.usage import idle_summary
+from gputui.core.usage import idle_forms
 from gputui.health.rollup import gpu_status, node_summary
 from gputui.host.environ import EnvironReader
 from gputui.host.pidns import namespace_note
@@ -48,6 +48,7 @@ from gputui.tui.widgets.host_strip import HostStrip
 from gputui.tui.widgets.line_widget import MeterPalette
 from gputui.tui.widgets.process_table import ProcessTable, launcher_note
 from gputui.tui.widgets.title_bar import TitleBar
+from gputui.tui.widgets.too_small import TOO_SMALL_WORDS, TooSmall
 
 try:  # built on Textual internals (pinned exactly); without it, panels still work, less frugally
     from gputui.tui import span_compositor
@@ -57,7 +58,7 @@ except ImportError:  # pragma: no cover
 
 MIN_WIDTH = 60
 MIN_HEIGHT = 15
-TOO_SMALL_TEXT = f"terminal too small for gputui — make it at least {MIN_WIDTH}×{MIN_HEIGHT}"
+TOO_SMALL_TEXT = TOO_SMALL_WORDS
 
 PANEL_MIN_WIDTH = 56
 """Narrowest framed panel; below this, GPUs are shown as compact rows."""
@@ -190,7 +191,7 @@ class DashboardScreen(Screen[None]):
         """Why the processes show host PIDs only (gputui in a container); hidden otherwise."""
         self._pid_note_for: NodeInfo | None = None
         self._signal_offered = True
-        self.too_small = Static(TOO_SMALL_TEXT, id="too-small", markup=False)
+        self.too_small = TooSmall(MIN_WIDTH, MIN_HEIGHT, id="too-small")
         self._grid = Container(*self.panels.values(), id="gpus")
 
     def compose(self) -> ComposeResult:
@@ -220,6 +221,8 @@ class DashboardScreen(Screen[None]):
 
     def _relayout(self, width: int, height: int) -> None:
         choice = choose_layout(width, height, len(self.panels), self._process_count)
+        if choice.mode == "too-small":
+            self.too_small.show(width, height)
         if choice == self.layout_choice:
             return
         if self.layout_choice is not None and self.layout_choice.mode == "too-small":
@@ -264,7 +267,7 @@ class DashboardScreen(Screen[None]):
                 timestamp=shown_at,
                 health=node_summary(findings) if health else None,
                 stale_s=None if stall is None else max(snapshot.timestamp - stall.since, 0.0),
-                idle=idle_summary(snapshot.usage),
+                idle=idle_forms(snapshot.usage),
             )
             self.set_class(stall is not None, "-stale")
             panels = self.panels

@@ -10,7 +10,6 @@ active finding moves each tick and is not shown), and keeps the selected finding
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -23,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from gputui.core.format import finding_text, fmt_clock, sanitize
 from gputui.core.model import Finding, Snapshot
+from gputui.core.wrap import Styled, wrap_styled
 from gputui.health.rollup import (
     acknowledgeable,
     badge_text,
@@ -59,35 +59,52 @@ def _signature(f: Finding) -> tuple[object, ...]:
 
 
 HINT_INDENT = 16
+"""Where a finding's message starts, after its severity and GPU; the lines that go on from it
+and its hint are indented to here."""
+HINT_MIN_WIDTH = 20
+"""Below this many cells for the text, nothing is wrapped (the list wraps it as it can)."""
 
 
 def finding_prompt(f: Finding, width: int = 0) -> Content:
-    """Two or more lines: ``✖ fail  GPU 3  message  since 22:13:20`` then the hint, wrapped
-    to ``width`` under the message (no wrapping when ``width`` is 0)."""
+    """``✖ fail  GPU 3  message  since 22:13:20`` then the hint, wrapped to ``width`` with every
+    line after the first indented under the message (no wrapping when ``width`` is 0); a number
+    stays with its unit, a GPU with its index and ``since`` with its time (:mod:`gputui.core.
+    wrap`)."""
     label = "ℹ info" if f.severity == "info" else badge_text(f.severity)
     head: list[tuple[str, str] | str] = [
         (f"{label:<7}", SEVERITY_STYLE.get(f.severity, "")),
         " ",
         (f"{where(f):<7}", "bold"),
         " ",
-        (finding_text(f.message, f.gpu_index), "" if f.active else "$text-muted"),
     ]
-    when: list[tuple[str, str] | str] = []
+    body: list[Styled] = [(finding_text(f.message, f.gpu_index), "" if f.active else "$text-muted")]
     if f.first_seen is not None:
-        when += ["   ", ("since ", "$text-muted"), fmt_clock(f.first_seen)]
+        body += [("   ", ""), ("since ", "$text-muted"), (fmt_clock(f.first_seen), "")]
     if not f.active:
-        cleared = " cleared"
+        cleared = "cleared"
         if f.last_seen is not None:
             cleared += f" (last seen {fmt_clock(f.last_seen)})"
-        when += ["  ", (cleared.strip(), "$text-success italic")]
-    parts = [*head, *when]
+        body += [("  ", ""), (cleared, "$text-success italic")]
+    room = width - HINT_INDENT - 1
+    parts = [*head, *_indented(body, room, HINT_INDENT)]
     if f.hint:
-        hint = "→ " + sanitize(f.hint)
-        room = width - HINT_INDENT - 1
-        lines = textwrap.wrap(hint, room, subsequent_indent="  ") if room >= 20 else [hint]
-        for line in lines:
-            parts += ["\n", " " * HINT_INDENT, (line, "$text-muted")]
+        hint = [("→ " + sanitize(f.hint), "$text-muted")]
+        parts += ["\n", " " * HINT_INDENT, *_indented(hint, room, HINT_INDENT + 2)]
     return Content.assemble(*parts)
+
+
+def _indented(pieces: list[Styled], room: int, indent: int) -> list[tuple[str, str] | str]:
+    """``pieces`` wrapped so that each line fits the ``room`` cells from the message's column,
+    the lines after the first indented to column ``indent``; not wrapped when ``room`` is too
+    narrow."""
+    if room < HINT_MIN_WIDTH:
+        return list(pieces)
+    out: list[tuple[str, str] | str] = []
+    for i, line in enumerate(wrap_styled(pieces, room - (indent - HINT_INDENT))):
+        if i:
+            out += ["\n", " " * indent]
+        out += line
+    return out
 
 
 class FindingsScreen(Screen[None]):

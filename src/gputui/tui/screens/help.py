@@ -1,8 +1,11 @@
-"""The help screen: every key (as currently bound, so remapped keys show) and what each part of
-the dashboard shows."""
+"""The help screen: every key (as currently bound, so remapped keys show) in a compact table first,
+then what each part of the dashboard shows, with the units once. Laid out for the width it has:
+lines that go on are indented under their first, and a number stays with its unit
+(:mod:`gputui.core.wrap`)."""
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from gputui.core.wrap import wrap_text
 from gputui.tui.widgets.footer import KeyFooter, why_disabled
 
 PANELS_HELP: tuple[tuple[str, str], ...] = (
@@ -27,10 +31,13 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "index and name; bars for GPU utilization, memory used/total and power draw/limit, with a "
         "history plot (newest on the right); temperatures (GPU, hotspot and memory when known), "
         "fan, SM/memory clocks and P-state; PCIe generation×width (shown as current/max and "
-        "highlighted when trained below max) with RX/TX rates; NVLink (xGMI on AMD) RX/TX when "
+        "highlighted when trained below max) with RX/TX rates; NVLink (XGMI on AMD) RX/TX when "
         "known; "
         "uncorrected ECC errors (volatile/aggregate, highlighted when above 0); active throttle "
-        "reasons in words (trouble ones highlighted and marked '!'); MIG slices. A GPU that "
+        "reasons in words (trouble ones highlighted and marked '!'); a GPU in MIG mode lists its "
+        "instances (memory used/total each) where its utilization would be, since the driver "
+        "reports none in MIG mode; an AMD GPU without an edge sensor shows its junction "
+        "temperature once, as the hotspot. A GPU that "
         "stopped answering shows 'LOST — fell off the bus'. 'n/a' means the driver does not "
         "report that value. Small terminals show one compact row per GPU; big ones add charts "
         "of utilization, memory, power and temperature under the bars (0 to 100 %, to the "
@@ -82,6 +89,12 @@ PANELS_HELP: tuple[tuple[str, str], ...] = (
         "seek the history plots start empty and rebuild as the replay plays. At the end of the "
         "recording the replay pauses; space plays it again from the start. Signals are "
         "disabled.",
+    ),
+    (
+        "Units",
+        "memory sizes are binary: the panels, the process table and the host strip write 79.6G "
+        "for 79.6 GiB (2^30 bytes; M and T likewise), everything else writes GiB. Rates are "
+        "decimal, as PCIe and NVLink are specified: 25.1GB/s. Temperatures in °C, power in W.",
     ),
     (
         "Host strip",
@@ -214,6 +227,68 @@ def key_rows(screen: Screen[None]) -> list[tuple[str, str]]:
     return out
 
 
+HELP_WIDTH = 90
+"""The help box's width at most (``HelpScreen #help-body`` in the .tcss)."""
+HELP_CHROME = 8
+"""Cells of the box that are not text: its border, padding and scrollbar."""
+KEY_GAP = 3
+
+
+def key_table(rows: list[tuple[str, str]], width: int) -> Text:
+    """The keys as a table of ``key  what`` cells side by side (read down the columns), as many
+    columns as make the table shortest; a key whose words are longer than a cell gets a line of
+    its own after the table, wrapped under its words."""
+    key_w = max((len(keys) for keys, _ in rows), default=0)
+
+    def layout(cols: int) -> tuple[int, list[tuple[str, str]], list[tuple[str, str]]]:
+        room = (width - KEY_GAP * (cols - 1)) // cols - key_w - 1
+        short = [(k, d) for k, d in rows if len(d) <= room]
+        long = [(k, d) for k, d in rows if len(d) > room]
+        lines = math.ceil(len(short) / cols) + sum(
+            len(wrap_text(d, width - key_w - 1)) for _, d in long
+        )
+        return lines, short, long
+
+    _, short, long = min((layout(cols) for cols in range(1, 6)), key=lambda t: t[0])
+    text = Text()
+    if short:
+        cell_w = key_w + 1 + max(len(d) for _, d in short)
+        cols = max(1, (width + KEY_GAP) // (cell_w + KEY_GAP))
+        lines = math.ceil(len(short) / cols)
+        for y in range(lines):
+            for x in range(cols):
+                i = x * lines + y
+                if i >= len(short):
+                    break
+                keys, words = short[i]
+                if x:
+                    text.append(" " * KEY_GAP)
+                text.append(f"{keys:<{key_w}} ", style="bold")
+                last = x == cols - 1 or (x + 1) * lines + y >= len(short)
+                text.append(words if last else f"{words:<{cell_w - key_w - 1}}")
+            text.append("\n")
+    for keys, words in long:
+        text.append(f"{keys:<{key_w}} ", style="bold")
+        indent = " " * (key_w + 1)
+        text.append("\n".join(wrap_text(words, width, first=indent, indent=indent))[key_w + 1 :])
+        text.append("\n")
+    return text
+
+
+def help_text(rows: list[tuple[str, str]], width: int) -> Text:
+    """The whole help laid out in ``width`` cells: the key table, then each part of the screen
+    with its body indented under its title."""
+    text = Text()
+    text.append("gputui — keys\n\n", style="bold")
+    text.append_text(key_table(rows, width))
+    text.append("\nWhat each part shows\n\n", style="bold")
+    for title, body in PANELS_HELP:
+        text.append(f"{title}\n", style="bold")
+        text.append("\n".join(wrap_text(body, width, first="  ", indent="  ")) + "\n\n")
+    text.append("Esc, q or ? closes this help.", style="italic")
+    return text
+
+
 class HelpScreen(ModalScreen[None]):
     """Keys and panel descriptions. Esc, q or ? closes it."""
 
@@ -225,25 +300,29 @@ class HelpScreen(ModalScreen[None]):
         super().__init__(id="help")
         self.dashboard = dashboard
         self.help_text = Text()
+        """Every key and part as one line each (what the help says, before it is laid out)."""
+        self._rows: list[tuple[str, str]] = []
+        self._width = 0
 
     def compose(self) -> ComposeResult:
-        text = Text()
-        text.append("gputui — keys\n\n", style="bold")
-        for keys, description in key_rows(self.dashboard):
-            text.append(f"  {keys:<14}", style="bold")
-            text.append(f"{description}\n")
-        text.append("\nWhat each part shows\n\n", style="bold")
-        for title, body in PANELS_HELP:
-            text.append(f"{title}\n", style="bold")
-            text.append(f"  {body}\n\n")
-        text.append("Esc, q or ? closes this help.", style="italic")
-        self.help_text = text
+        self._rows = key_rows(self.dashboard)
+        self.help_text = help_text(self._rows, 10_000)
         with VerticalScroll(id="help-body"):
-            yield Static(text, id="help-text")
+            yield Static(self._laid_out(), id="help-text")
         yield KeyFooter()  # the help's keys, not the dashboard's under it
+
+    def _laid_out(self) -> Text:
+        self._width = max(min(self.app.size.width, HELP_WIDTH) - HELP_CHROME, 20)
+        return help_text(self._rows, self._width)
+
+    def on_resize(self) -> None:
+        if self.is_mounted and max(min(self.app.size.width, HELP_WIDTH) - HELP_CHROME, 20) != (
+            self._width
+        ):
+            self.query_one("#help-text", Static).update(self._laid_out())
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
-__all__ = ["HelpScreen", "key_rows"]
+__all__ = ["HelpScreen", "help_text", "key_rows", "key_table"]

@@ -2,18 +2,23 @@
 
 Top to bottom:
 
-* the pickers: GPUs (idle ones checked; a busy GPU, one with processes or more than 1 GiB in
-  use, is listed unchecked with "busy — needs --force on the CLI"; a GPU that fell off the bus or
-  that the driver cannot read is listed but cannot be picked, with the reason, exactly as
-  ``gputui probe`` refuses it) and tests (the quick set checked), a Start button (or ``enter``),
-  and beside them the "What fits" panel for the highlighted GPU and for the whole node
-  (:mod:`gputui.specs.fit`), with its assumptions;
-* live progress: one determinate text bar per GPU (no animation);
+* the pickers, boxes that read ``[x]`` / ``[ ]`` without colour, focus on the GPUs: GPUs (idle
+  ones checked; a busy GPU, one with processes or more than 1 GiB in use, is listed unchecked
+  with "busy — needs --force on the CLI", and starting a probe on one asks first, as the command
+  refuses it without ``--force``; a GPU that fell off the bus or that the driver cannot read is
+  listed but cannot be picked, with the reason, exactly as ``gputui probe`` refuses it) and tests
+  (the quick set checked), a Start button (or ``enter``), and beside them the "What fits" panel
+  for the highlighted GPU and for the whole node (:mod:`gputui.specs.fit`), with its
+  assumptions;
+* live progress: one determinate text bar per GPU (no animation); a run that failed keeps its
+  bar where it stopped, in red, with "failed" and why;
 * the results table: GPU, test, measured, spec, % of spec, verdict, how it was measured and
   judged (the same judgement as the command's);
 * live telemetry per GPU in the run (SM clock, power, temperature, throttle reasons), fed by
   :meth:`ProbeScreen.update_snapshot`;
-* a plain-language summary when every GPU is done.
+* a plain-language summary when every GPU is done: a failed run says why and what to do (a
+  torch without CUDA: ``gputui probe --python PATH`` with one that has it), and each skipped test
+  gets a line with its reason.
 
 The screen is given everything it uses: the node, the latest reading (and every later one through
 :meth:`ProbeScreen.update_snapshot`) and a session factory. It never runs the probe itself: it
@@ -43,13 +48,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, SelectionList, Static
+from textual.widgets import Button, Static
 from textual.widgets.selection_list import Selection
 
 from gputui.core.format import sanitize, short_gpu_name
 from gputui.core.model import NodeInfo, Snapshot
 from gputui.probe.protocol import TEST_IDS, Done, Result
 from gputui.probe.runner import busy_reason, node_of, unusable_label, unusable_reason
+from gputui.tui.screens.confirm_probe import ConfirmProbeScreen, ProbeChoice
 from gputui.tui.screens.probe_panels import (
     CPU_VERDICT,
     ProbeFits,
@@ -75,6 +81,7 @@ from gputui.tui.screens.probe_state import (
     ProbeRunState,
     ResultRow,
 )
+from gputui.tui.widgets.check_list import CheckList
 from gputui.tui.widgets.footer import KeyFooter
 
 NARROW_BELOW = 100
@@ -225,7 +232,7 @@ class ProbeScreen(Screen[None]):
         if short == self._labels_short or not self.is_mounted:
             return
         self._labels_short = short
-        gpus = self.query_one("#probe-gpus", SelectionList)
+        gpus = self.query_one("#probe-gpus", CheckList)
         for info in self.node.gpus:
             if info.index in self.busy:
                 gpus.replace_option_prompt(str(info.index), self._gpu_label(info.index, info.name))
@@ -255,7 +262,7 @@ class ProbeScreen(Screen[None]):
         self.unusable = now
         if not self.is_mounted:
             return
-        gpus = self.query_one("#probe-gpus", SelectionList)
+        gpus = self.query_one("#probe-gpus", CheckList)
         for index in sorted(changed):
             info = self.node.gpu(index)
             if info is None:
@@ -270,13 +277,14 @@ class ProbeScreen(Screen[None]):
                 gpus.enable_option(option_id)
 
     def on_mount(self) -> None:
-        gpus = self.query_one("#probe-gpus", SelectionList)
+        gpus = self.query_one("#probe-gpus", CheckList)
         if self.cpu:
             gpus.disabled = True
             gpus.border_subtitle = "simulated: a CPU run instead"
         elif self.unusable:
             gpus.border_subtitle = f"{len(self.unusable)} cannot be probed"
-        self.query_one("#probe-tests", SelectionList).focus()
+        # The GPUs first: what to probe, then how (the tests are preset to the quick set).
+        (self.query_one("#probe-tests", CheckList) if self.cpu else gpus).focus()
         self._show_progress()
         self._show_telemetry()
 
@@ -295,7 +303,7 @@ class ProbeScreen(Screen[None]):
         self._show_fits()
 
     def on_selection_list_selection_highlighted(
-        self, event: SelectionList.SelectionHighlighted[int]
+        self, event: CheckList.SelectionHighlighted[int]
     ) -> None:
         if event.selection_list.id != "probe-gpus":
             return
@@ -349,12 +357,12 @@ class ProbeScreen(Screen[None]):
 
     def _checked_gpus(self) -> list[int]:
         try:
-            return sorted(self.query_one("#probe-gpus", SelectionList).selected)
+            return sorted(self.query_one("#probe-gpus", CheckList).selected)
         except Exception:
             return []
 
     def _checked_tests(self) -> list[str]:
-        chosen = set(self.query_one("#probe-tests", SelectionList).selected)
+        chosen = set(self.query_one("#probe-tests", CheckList).selected)
         return [t for t in TEST_IDS if t in chosen]
 
     # -- running -----------------------------------------------------------------------------------
@@ -378,13 +386,17 @@ class ProbeScreen(Screen[None]):
             self.notify("pick at least one GPU", severity="warning", timeout=3)
             return
         busy = [g for g in gpus if g in self.busy]
-        if busy:
-            names = ", ".join(str(g) for g in busy)
-            self.notify(
-                f"GPU {names} busy: results will be low and may disturb the running job",
-                severity="warning",
-                timeout=6,
-            )
+        if busy and snapshot is not None:
+            # The command refuses a busy GPU without --force: here, ask.
+            reasons = [busy_reason(snapshot, g) or f"GPU {g} is busy." for g in busy]
+            idle = [g for g in gpus if g not in self.busy]
+
+            def chosen(choice: ProbeChoice | None) -> None:
+                if choice is not None:
+                    self.start(gpus if choice == "all" else idle, tests)
+
+            self.app.push_screen(ConfirmProbeScreen(reasons, idle), chosen)
+            return
         self.start(gpus, tests)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -9,15 +9,16 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, SelectionList, Static
+from textual.widgets import DataTable, Static
 from textual.widgets.selection_list import SelectionType
 
 from gputui.core.format import NA as NO_VALUE
-from gputui.core.format import fmt_bytes, fmt_mhz, fmt_temp, fmt_watts, sanitize
+from gputui.core.format import fmt_mhz, fmt_size, fmt_temp, fmt_watts, sanitize
 from gputui.core.model import GpuSample, NodeInfo, Snapshot, describe_throttle
 from gputui.probe.verdict import NA, Judged
 from gputui.specs import fit
 from gputui.tui.screens.probe_state import DeviceRun, device_label, human_test_name
+from gputui.tui.widgets.check_list import CheckList
 
 CPU_VERDICT = "CPU run — no spec"
 PROGRESS_WIDTH = 24
@@ -77,8 +78,8 @@ def fits_text(gpus: MemoryPairs, index: int | None) -> Text:
         text.append("no GPU memory to size models against", style="dim")
         return text
     total, free = pair
-    text.append(f"What fits — GPU {index}", style="bold")
-    text.append(f" ({fmt_bytes(total)}, {fmt_bytes(free)} free)\n", style="dim")
+    text.append(f"What fits — GPU {index}\n", style="bold")
+    text.append(f"{fmt_size(total)}, {fmt_size(free)} free\n", style="dim")
     node_rows = fit.node_fits(list(gpus.values()))
     text.append(f"{'params':<15}{'GPU':>6}{'free':>7}{'node':>7}{'free':>7}\n", style="bold")
     for row, node_row in zip(fit.fits(total, free), node_rows, strict=True):
@@ -102,13 +103,18 @@ class ProbeFits(Static):
 
 
 def progress_lines(runs: Mapping[int | None, DeviceRun]) -> list[Text]:
-    """One line per device: a bar, the share done, and the test running (or how it ended)."""
+    """One line per device: a bar, the share done, and the test running (or how it ended: done,
+    cancelled, or failed with why, the bar red and as far as it got)."""
     lines = []
     for gpu, run in runs.items():
         line = Text(f"{device_label(gpu):<6} ")
-        line.append(progress_bar(run.progress), style="green" if run.done else "cyan")
+        style = "red" if run.failed else "green" if run.done else "cyan"
+        line.append(progress_bar(run.progress), style=style)
         line.append(f" {run.progress:>4.0%}  ")
-        if run.done:
+        if run.failed:
+            line.append("failed", style="bold red")
+            line.append(f": {sanitize(run.error or 'no result')}", style="red")
+        elif run.done:
             state = "cancelled" if run.cancelled else f"done ({len(run.finished)} tests)"
             line.append(state, style="yellow" if run.cancelled else "green")
         elif run.test:
@@ -190,8 +196,9 @@ class ProbeTelemetry(Static):
         self.update(Text("\n".join(lines), style="dim") if lines else "")
 
 
-class ProbeList(SelectionList[SelectionType]):
-    """A picker (GPUs, tests) whose keys the footer shows: space checks, tab moves on."""
+class ProbeList(CheckList[SelectionType]):
+    """A picker (GPUs, tests) with ``[x]`` / ``[ ]`` boxes, whose keys the footer shows: space
+    checks, tab moves on."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "select", "Check", id="probe.toggle"),

@@ -55,6 +55,28 @@ def device_label(gpu: int | None) -> str:
     return CPU_LABEL if gpu is None else f"GPU {gpu}"
 
 
+NO_GPU_TORCH = (
+    "Its Python's torch cannot use the GPU (a CPU-only build, or one that sees no GPU): run "
+    "`gputui probe --python PATH` with a Python whose torch has CUDA (or ROCm), or install "
+    "such a build of torch for this one."
+)
+NO_TORCH = (
+    "Its Python has no torch: install it (pip install torch), or run `gputui probe --python "
+    "PATH` with a Python that has it."
+)
+OTHER_FAILURE = "`gputui probe --gpus N` on the command line shows the worker's own output."
+
+
+def failure_advice(error: str) -> str:
+    """What to do about a run that failed with ``error`` (the worker's or the runner's words)."""
+    text = error.lower()
+    if "cpu-only build" in text or "sees no gpu" in text:
+        return NO_GPU_TORCH
+    if "torch is not installed" in text or "no module named" in text:
+        return NO_TORCH
+    return OTHER_FAILURE
+
+
 @dataclass(frozen=True, slots=True)
 class ResultRow:
     gpu: int | None
@@ -87,11 +109,18 @@ class DeviceRun:
     min_sm_clock: int | None = None
 
     @property
+    def failed(self) -> bool:
+        """Ended with an error of the whole run (the worker could not start, open its device,
+        or died), or without a single test done; not when cancelled."""
+        return self.done and not self.cancelled and (bool(self.error) or not self.finished)
+
+    @property
     def progress(self) -> float:
-        if self.done:
-            return 1.0
+        """The share done: all of it once done, or as far as it got when it failed."""
         n = max(len(self.tests), 1)
-        current = 0.0 if self.test in self.finished else self.fraction
+        if self.done and not self.failed:
+            return 1.0
+        current = 0.0 if self.done or self.test in self.finished else self.fraction
         return min((len(self.finished) + current) / n, 1.0)
 
 
@@ -104,7 +133,9 @@ class ProbeRunState:
         self.runs: dict[int | None, DeviceRun] = {}
         self.results: list[ResultRow] = []
         self.notes: list[str] = []
-        """Skips, retries and errors in words, for the summary."""
+        """Retries and errors of single tests in words, for the summary (one a line)."""
+        self.skipped: list[str] = []
+        """``GPU 0 · FP8 matmul: FP8 needs …``: each test skipped, with its reason."""
         self._specs: dict[int, SpecRef] = {}
 
     @property
@@ -120,6 +151,7 @@ class ProbeRunState:
         self.runs = {g: DeviceRun(g, list(tests)) for g in targets}
         self.results = []
         self.notes = []
+        self.skipped = []
         self._specs = {}
         for gpu in targets:
             info = self.node.gpu(gpu) if gpu is not None else None
@@ -145,18 +177,16 @@ class ProbeRunState:
                 self.results.append(ResultRow(gpu, test, value, unit, method, dict(details)))
             case Skipped(test=test, reason=reason) if test == WARMUP:
                 self.notes.append(f"{who}: warm-up skipped ({reason})")
-            case Skipped(test=test):
+            case Skipped(test=test, reason=reason):
                 run.finished.add(test)
-                self.notes.append(f"{who}: {human_test_name(test)} skipped")
+                self.skipped.append(f"{who} · {human_test_name(test)}: {reason}")
             case Retry(text=size):
                 run.text = f"out of memory, retrying smaller {size}".rstrip()
-            case Error(test=test, message=message) if not msg.cancelled:
-                what = f"{human_test_name(test)} failed" if test else "error"
-                self.notes.append(f"{who}: {what}: {message}")
-                if test:
-                    run.finished.add(test)
-                else:
-                    run.error = message
+            case Error(test=test, message=message) if not msg.cancelled and test:
+                self.notes.append(f"{who}: {human_test_name(test)} failed: {message}")
+                run.finished.add(test)
+            case Error(message=message) if not msg.cancelled:
+                run.error = message  # the run failed as a whole: its summary line says so
             case Done(cancelled=cancelled):
                 run.done = True
                 run.cancelled = cancelled
@@ -198,8 +228,11 @@ class ProbeRunState:
         return self._specs[gpu]
 
     def summary(self) -> str:
-        """A few plain sentences: per GPU the worst results, why when telemetry tells, notes."""
+        """A few plain sentences: per GPU the worst results, why when telemetry tells; a failed
+        run, why and what to do; then each skipped test with its reason and each other note,
+        one a line."""
         parts: list[str] = []
+        failures: list[str] = []
         by_gpu: dict[int | None, list[Judged]] = {}
         for j in self.judged():
             by_gpu.setdefault(j.gpu, []).append(j)
@@ -208,6 +241,10 @@ class ProbeRunState:
             rows = by_gpu.get(gpu, [])
             if run.cancelled:
                 parts.append(f"{who}: cancelled after {len(rows)} results.")
+                continue
+            if run.failed:
+                why = run.error or "the run ended without a result"
+                failures.append(f"{who} failed: {why.rstrip('.')}. {failure_advice(why)}")
                 continue
             if gpu is None:
                 n = len(rows)
@@ -220,15 +257,20 @@ class ProbeRunState:
                 (j for j in rows if j.verdict in (LOW, WARN)), key=lambda j: j.verdict != LOW
             )
             if not rows:
-                parts.append(f"{who}: no results{f' ({run.error})' if run.error else ''}.")
+                parts.append(f"{who}: no results.")
             elif not bad:
                 parts.append(f"{who}: all {len(rows)} results as expected.")
             else:
                 words = "; ".join(f"{describe(j)} ({j.verdict})" for j in bad)
                 why = self._why(run)
                 parts.append(f"{who}: {words}{f'; {why}' if why else ''}.")
-        parts += self.notes
-        return " ".join(parts)
+        lines = [" ".join(parts)] if parts else []
+        lines += failures
+        if self.skipped:
+            lines.append("Skipped:")
+            lines += [f"  {line}" for line in self.skipped]
+        lines += self.notes
+        return "\n".join(lines)
 
     def _why(self, run: DeviceRun) -> str:
         if not run.throttles:

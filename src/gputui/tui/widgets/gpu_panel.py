@@ -16,7 +16,7 @@ Unknown values show ``n/a`` (or are left out of the compact forms); a lost GPU s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual import events
 from textual.message import Message
@@ -38,19 +38,26 @@ from gputui.core.format import (
     short_gpu_name,
 )
 from gputui.core.history import History
+from gputui.core.mig import instance_views
 from gputui.core.model import (
     THROTTLE_TROUBLE,
     GpuInfo,
     GpuSample,
     Severity,
 )
-from gputui.health.rollup import badge_text
+from gputui.core.vendor_terms import clock_label, link_name
 from gputui.tui.widgets.bars import bar, fraction
-from gputui.tui.widgets.charts import chart_area
+from gputui.tui.widgets.charts import MIN_PLOT_ROWS, chart_area
+from gputui.tui.widgets.gpu_compact import badge_pieces, compact_lines
+from gputui.tui.widgets.gpu_mig import (
+    counts_fit,
+    mig_lines,
+    mig_mode,
+    mig_rows,
+    mig_strip,
+    mig_summary,
+)
 from gputui.tui.widgets.gpu_pieces import (
-    BADGE_CLASS,
-    COMPACT_FIXED,
-    COMPACT_TAIL,
     LOST_TEXT,
     NOT_ANSWERING_TEXT,
     ROOMY_MIN_HEIGHT,
@@ -59,15 +66,15 @@ from gputui.tui.widgets.gpu_pieces import (
     board_line,
     ecc_pieces,
     fit_faults,
+    fit_links,
     flow,
     gpu_charts,
     gpu_faults,
     gpu_fetch,
+    link_items,
     memory_class,
-    mig_lines,
-    mig_summary,
     pcie_pieces,
-    temperature_class,
+    temperature_items,
     throttle_pieces,
 )
 from gputui.tui.widgets.history_plot import sparkline
@@ -80,7 +87,6 @@ from gputui.tui.widgets.line_widget import (
     FRAME_SELECTED,
     LABEL,
     LOST,
-    OK,
     PLOT_MEM,
     PLOT_UTIL,
     SELECTED,
@@ -148,9 +154,7 @@ class GpuPanel(LineWidget):
         return None
 
     def _badge(self) -> list[Piece]:
-        if self.health is None:
-            return []
-        return [(badge_text(self.health), BADGE_CLASS.get(self.health, OK))]
+        return badge_pieces(self.health)
 
     def set_selected(self, selected: bool) -> None:
         if selected != self.selected:
@@ -163,13 +167,7 @@ class GpuPanel(LineWidget):
 
     @property
     def _clock_label(self) -> str:
-        return "GFX" if self.info.vendor == "amd" else "SM"
-
-    def _link_label(self, *, short: bool) -> str:
-        """The GPU-to-GPU link: NVLink on NVIDIA, xGMI (Infinity Fabric) on AMD."""
-        if self.info.vendor == "amd":
-            return "xGMI"
-        return "NVL" if short else "NVLink"
+        return clock_label(self.info.vendor)
 
     # -- drawing -----------------------------------------------------------------------------------
 
@@ -177,6 +175,9 @@ class GpuPanel(LineWidget):
         if self.history is None or width <= 0:
             return []
         return self.history.gpu_series(self.info.index, metric, last=width)
+
+    def _series_of(self, metric: str) -> Callable[[int], list[float]]:
+        return lambda width: self._series(metric, width)
 
     def set_form(self, form: str) -> None:
         """``"charts"`` or ``"auto"`` (see :attr:`form`); repaints when it changes."""
@@ -186,91 +187,21 @@ class GpuPanel(LineWidget):
 
     def build_lines(self, width: int, height: int) -> list[Line]:
         if height <= 2 or width < 30:
-            return self._compact(width, height)
+            series = self._series_of("utilization_gpu_pct") if self.history is not None else None
+            return compact_lines(
+                self.info,
+                self.sample,
+                width,
+                height,
+                selected=self.selected,
+                health=self.health,
+                series=series,
+            )
         if height < ROOMY_MIN_HEIGHT:
             return self._framed(width, height, self._normal_content(width - 4, height - 2))
         if self.form == "charts":
             return self._framed(width, height, self._chart_content(width - 4, height - 2))
         return self._framed(width, height, self._roomy_content(width - 4, height - 2))
-
-    # compact --------------------------------------------------------------------------------------
-
-    def _compact(self, width: int, height: int) -> list[Line]:
-        info, s = self.info, self.sample
-        b = LineBuilder()
-        b.add(f"{info.index}", SELECTED if self.selected else TITLE)
-        b.add(" ")
-        b.add(pad(clip(sanitize(short_gpu_name(info.name)), 8), 8), VALUE)
-        if s is None:
-            return [b.add(WAITING_TEXT, DIM).line(width)]
-        if s.lost or s.error is not None:
-            b.add(LOST_TEXT if s.lost else f"{NOT_ANSWERING_TEXT}: {sanitize(s.error or '')}", LOST)
-            badge = self._badge()
-            if badge:
-                b.pad(width - line_width(badge) - 1).extend(badge)
-            return [b.line(width)]
-        util = s.utilization_gpu_pct
-        total = s.memory_total_bytes or self.info.memory_total_bytes
-        mem_frac = fraction(s.memory_used_bytes, total)
-        util_text: Piece = (fmt_pct(util, width=5), VALUE if util is not None else DIM)
-        mem_text: Piece = (
-            f" {fmt_bytes_pair(s.memory_used_bytes, total)}".ljust(12),
-            VALUE if s.memory_used_bytes is not None else DIM,
-        )
-        # Bar widths depend on the width only, so every GPU's row lines up; trouble flags go in
-        # the tail (instead of the sparkline) and push out temperature, then power, if needed.
-        room = width - b.width - COMPACT_FIXED - COMPACT_TAIL
-        util_bar_w = min(20, room // 2 + 1) if room >= 16 else 0
-        mem_bar_w = min(18, room - util_bar_w) if util_bar_w else 0
-        if util_bar_w:
-            b.extend(bar(None if util is None else util / 100, util_bar_w, BAR_UTIL))
-        b.add(*util_text).add(" ")
-        if mem_bar_w:
-            b.extend(bar(mem_frac, mem_bar_w, memory_class(mem_frac)))
-        b.add(*mem_text)
-        optional: list[list[Piece]] = []
-        if s.power_w is not None:
-            optional.append([(fmt_power_pair(s.power_w, s.power_limit_w).rjust(9), VALUE)])
-        else:
-            optional.append([(" " * 9, "")])
-        faults = gpu_faults(s, info)
-        if s.temperature_gpu_c is not None:
-            cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
-            optional.append([(fmt_temp(s.temperature_gpu_c).rjust(5), cls)])
-            # The temperature column already shows the main sensor's trouble.
-            main = f"{fmt_temp(s.temperature_gpu_c)}!"
-            faults = [f for f in faults if f.full[0][0] != main]
-        flags = [list(f.short) for f in faults]
-        badge = self._badge()
-        head = [badge] if badge and self.health != "ok" else []
-        flags_w = sum(line_width(f) + 1 for f in [*head, *flags])
-        while optional and b.width + sum(line_width(o) + 1 for o in optional) + flags_w > width:
-            optional.pop(0)  # power goes first: with trouble flags, temperature matters more
-        for item in optional:
-            b.add(" ").extend(item)
-        if head or flags:
-            b.add(" ").extend(fit_faults(head, faults, [], width - b.width - 1, " "))
-        ok_badge = badge if badge and self.health == "ok" else []
-        spark_w = width - b.width - 2 - (line_width(ok_badge) + 1 if ok_badge else 0)
-        if not (head or flags) and spark_w >= 6 and self.history is not None:
-            b.add("  ")
-            b.add(sparkline(self._series("utilization_gpu_pct", spark_w), spark_w), PLOT_UTIL)
-        if ok_badge and b.width + line_width(ok_badge) + 1 <= width:
-            b.pad(width - line_width(ok_badge)).extend(ok_badge)
-        lines = [b.line(width)]
-        if height >= 2:
-            lines.append(self._compact_detail(s, width))
-        return lines
-
-    def _compact_detail(self, s: GpuSample, width: int) -> Line:
-        items: list[list[Piece]] = [
-            [(f"{self._clock_label} ", LABEL), (fmt_mhz(s.clock_sm_mhz), VALUE)],
-            [("P", LABEL), (str(s.pstate) if s.pstate is not None else NA, VALUE)],
-            [("PCIe ", LABEL), *pcie_pieces(s, self.info)],
-            ecc_pieces(s, self.info),
-            throttle_pieces(s.throttle_reasons),
-        ]
-        return LineBuilder().add("  ").extend(flow(items, width - 2)).line(width)
 
     # framed ---------------------------------------------------------------------------------------
 
@@ -371,18 +302,28 @@ class GpuPanel(LineWidget):
         if bar_w < 8:
             bar_w, right_w = max(rest - 10, 0), min(rest, 10)
         l1, l2, l3 = (b.add(" ") for b in self._bars(s, bar_w, vw))
-        l1.add(sparkline(self._series("utilization_gpu_pct", right_w), right_w), PLOT_UTIL)
+        if self._mig_rows(s):
+            # No utilization to plot: the instances instead, across the whole line.
+            l1 = LineBuilder().add("MIG".ljust(4), LABEL)
+            l1.extend(mig_strip(instance_views(self.info, s), cw - 4))
+        else:
+            l1.add(sparkline(self._series("utilization_gpu_pct", right_w), right_w), PLOT_UTIL)
         l2.add(sparkline(self._series("memory_used_pct", right_w), right_w), PLOT_MEM)
-        l3.extend(flow(self._temperature_items(s, short=True), right_w, " "))
-        l4 = flow(self._link_items(s), cw)
+        l3.extend(flow(temperature_items(s, self.info, short=True), right_w, " "))
+        l4 = fit_links(s, self.info, cw)
         lines = [l1.pieces, l2.pieces, l3.pieces, l4]
         if rows > 4:
             lines.append(flow(self._extra_items(s), cw))
         return lines
 
+    def _mig_rows(self, s: GpuSample) -> bool:
+        """In MIG mode the GPU reports no utilization: the panel shows its instances instead."""
+        return mig_mode(self.info) and s.utilization_gpu_pct is None
+
     def _bars(self, s: GpuSample, bar_w: int, value_w: int) -> list[LineBuilder]:
         """GPU, MEM and PWR: the label, a bar ``bar_w`` cells wide (none under 3) and the value
-        in ``value_w`` cells; the layouts add what follows."""
+        in ``value_w`` cells; the layouts add what follows. In MIG mode, the instances' profiles
+        instead of the GPU's utilization (which the driver does not report)."""
         info = self.info
 
         def metric(
@@ -397,14 +338,15 @@ class GpuPanel(LineWidget):
         total = s.memory_total_bytes or info.memory_total_bytes
         mem_frac = fraction(s.memory_used_bytes, total)
         limit = s.power_limit_w or info.power_default_limit_w
+        gpu = metric(
+            "GPU", None if util is None else util / 100, BAR_UTIL, fmt_pct(util), util is not None
+        )
+        if self._mig_rows(s):
+            room = max(bar_w, 0) * (bar_w >= 3) + value_w
+            gpu = LineBuilder().add("MIG".ljust(4), LABEL)
+            gpu.add(pad(counts_fit(info.mig_devices, room - 1), room), VALUE)
         return [
-            metric(
-                "GPU",
-                None if util is None else util / 100,
-                BAR_UTIL,
-                fmt_pct(util),
-                util is not None,
-            ),
+            gpu,
             metric(
                 "MEM",
                 mem_frac,
@@ -434,16 +376,24 @@ class GpuPanel(LineWidget):
         metric_w = (cw - 2 * (per_line - 1)) // per_line
         bar_w = metric_w - 4 - 1 - vw
         metrics = [b.line(metric_w) for b in self._bars(s, bar_w, vw + 1)]
-        temps = self._temperature_items(s, short=True)
-        temps[0] = [("temp ", LABEL), *temps[0]]
+        temps = temperature_items(s, self.info, short=True)
+        if temps:
+            temps[0] = [("temp ", LABEL), *temps[0]]
+        links = link_items(s, self.info)
         lines: list[Line] = []
         if three:
             lines.append([*metrics[0], ("  ", ""), *metrics[1], ("  ", ""), *metrics[2]])
-            lines.append(flow([*temps, *self._link_items(s), *self._extra_items(s)], cw, "  "))
+            lines.append(flow([*temps, *links, *self._extra_items(s)], cw, "  "))
         else:
             lines.append([*metrics[0], ("  ", ""), *metrics[1]])
             lines.append([*metrics[2], ("  ", ""), *flow(temps, cw - metric_w - 2, " ")])
-            lines.append(flow([*self._link_items(s), *self._extra_items(s)], cw))
+            lines.append(flow([*links, *self._extra_items(s)], cw))
+        if self._mig_rows(s):
+            # The instances where the utilization chart was; the charts get what is left (at
+            # least a chart's height when the instances fit in fewer rows side by side).
+            views = instance_views(self.info, s)
+            budget = rows - len(lines) - (MIN_PLOT_ROWS + 2)
+            lines.extend(mig_rows(views, cw, budget))
         lines.extend(
             chart_area(
                 gpu_charts(s, self.info),
@@ -453,45 +403,6 @@ class GpuPanel(LineWidget):
             )
         )
         return lines
-
-    def _temperature_items(self, s: GpuSample, *, short: bool) -> list[list[Piece]]:
-        """Each sensor coloured against its own limit (as the temperature rule judges it)."""
-        info = self.info
-        main_cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
-        items: list[list[Piece]] = [[(fmt_temp(s.temperature_gpu_c), main_cls)]]
-        if s.temperature_hotspot_c is not None:
-            cls = temperature_class(s.temperature_hotspot_c, info.temperature_hotspot_limit_c)
-            text = fmt_temp(s.temperature_hotspot_c)
-            items.append([("hot " if short else "hotspot ", LABEL), (text, cls)])
-        if s.temperature_memory_c is not None:
-            cls = temperature_class(s.temperature_memory_c, info.temperature_memory_limit_c)
-            text = fmt_temp(s.temperature_memory_c)
-            items.append([("mem " if short else "memory ", LABEL), (text, cls)])
-        if s.fan_pct is not None:
-            items.append([("fan ", LABEL), (fmt_pct(s.fan_pct), VALUE)])
-        return items
-
-    def _link_items(self, s: GpuSample) -> list[list[Piece]]:
-        items: list[list[Piece]] = []
-        pcie: list[Piece] = [("PCIe ", LABEL), *pcie_pieces(s, self.info)]
-        if s.pcie_rx_bytes_per_s is not None or s.pcie_tx_bytes_per_s is not None:
-            pcie += [
-                (" ↓", LABEL),
-                (fmt_rate(s.pcie_rx_bytes_per_s), VALUE),
-                (" ↑", LABEL),
-                (fmt_rate(s.pcie_tx_bytes_per_s), VALUE),
-            ]
-        items.append(pcie)
-        if s.nvlink_rx_bytes_per_s is not None or s.nvlink_tx_bytes_per_s is not None:
-            items.append(
-                [
-                    (f"{self._link_label(short=True)} ↓", LABEL),
-                    (fmt_rate(s.nvlink_rx_bytes_per_s), VALUE),
-                    (" ↑", LABEL),
-                    (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
-                ]
-            )
-        return items
 
     def _extra_items(self, s: GpuSample) -> list[list[Piece]]:
         items: list[list[Piece]] = []
@@ -566,20 +477,25 @@ class GpuPanel(LineWidget):
                 (" ↑", LABEL),
                 (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
             ]
-        temps = flow(self._temperature_items(s, short=False), colw - lw)
+        temps = flow(temperature_items(s, info, short=False), colw - lw)
         if info.temperature_slowdown_c is not None:
             extra = f"  slowdown {fmt_temp(info.temperature_slowdown_c)}"
             if line_width(temps) + len(extra) <= colw - lw:
                 temps = [*temps, (extra, LABEL)]
         ecc = ecc_pieces(s, info, long=True)[1:]
+        gpu = metric(
+            "GPU util",
+            None if util is None else util / 100,
+            BAR_UTIL,
+            fmt_pct(util),
+            util is not None,
+        )
+        if self._mig_rows(s):
+            counts = counts_fit(info.mig_devices, colw - lw)
+            note = "(no GPU utilization)"
+            gpu = labelled("MIG", flow([[(counts, VALUE)], [(note, LABEL)]], colw - lw))
         metrics: list[Line] = [
-            metric(
-                "GPU util",
-                None if util is None else util / 100,
-                BAR_UTIL,
-                fmt_pct(util),
-                util is not None,
-            ),
+            gpu,
             metric(
                 "Memory",
                 mem_frac,
@@ -597,7 +513,7 @@ class GpuPanel(LineWidget):
             labelled("Temp", temps),
             labelled("Clocks", clocks),
             labelled("PCIe", pcie),
-            labelled(self._link_label(short=False), nvlink),
+            labelled(link_name(info.vendor), nvlink),
             labelled("ECC", ecc),
             labelled("Throttle", throttle_pieces(s.throttle_reasons, long=True)),
         ]

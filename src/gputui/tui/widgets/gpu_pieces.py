@@ -1,5 +1,6 @@
 """The pieces a GPU panel is drawn from: values coloured by meaning (temperatures, memory, PCIe
-link, ECC, throttle reasons), the board and MIG lines, the charts and the constants of its layouts.
+link, ECC, throttle reasons), the faults, the board line, the charts and the constants of its
+layouts (MIG instances: :mod:`gputui.tui.widgets.gpu_mig`).
 
 Colours that judge (warn / bad) use the thresholds of the health rules
 (:mod:`gputui.health.levels`), so the panel and the findings agree.
@@ -13,18 +14,17 @@ from dataclasses import dataclass
 
 from gputui.core.format import (
     NA,
-    fmt_bytes_pair,
     fmt_c2c,
     fmt_pcie,
     fmt_pct,
+    fmt_rate,
     fmt_temp,
     fmt_watts,
-    pad,
     sanitize,
 )
 from gputui.core.history import History
-from gputui.core.mig import mig_profile
-from gputui.core.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample, MigDeviceInfo
+from gputui.core.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample
+from gputui.core.vendor_terms import link_name
 from gputui.health.levels import pcie_level, temperature_level
 from gputui.tui.widgets.bars import fraction
 from gputui.tui.widgets.charts import Chart, Fetch, history_fetch, nice_ceiling
@@ -85,10 +85,11 @@ def memory_class(frac: float | None) -> str:
     return BAR_MEM
 
 
-def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
+def pcie_pieces(sample: GpuSample, info: GpuInfo, *, with_max: bool = True) -> list[Piece]:
     """Current link, and the maximum when trained below it (highlighted only under load: idle
-    GPUs lower their link generation to save power, which is normal). A GPU whose host link is
-    NVLink-C2C shows that instead (its PCIe figures are placeholders)."""
+    GPUs lower their link generation to save power, which is normal; ``with_max`` False leaves the
+    maximum out where the fault list already says it). A GPU whose host link is NVLink-C2C shows
+    that instead (its PCIe figures are placeholders)."""
     c2c = fmt_c2c(info.host_link, info.host_link_bandwidth_gbs)
     if c2c is not None:
         return [(c2c, VALUE)]
@@ -99,6 +100,8 @@ def pcie_pieces(sample: GpuSample, info: GpuInfo) -> list[Piece]:
     if level == "ok":
         return [(current, VALUE)]
     cls = WARN if level == "warn" else DIM
+    if not with_max:
+        return [(current, cls)]
     max_pcie = fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
     return [(current, cls), (f"/{max_pcie}", LABEL if cls == DIM else cls)]
 
@@ -120,7 +123,7 @@ def ecc_pieces(sample: GpuSample, info: GpuInfo, *, long: bool = False) -> list[
             pieces.append((f"  corrected {_count(cv)}/{_count(ca)}", LABEL))
         pieces.append(("  (volatile/aggregate)", DIM))
     elif bad:
-        pieces.append((f"{_count(vol)}/{_count(agg)}!", BAD))
+        pieces.append((uncorrected_text(vol, agg), BAD))
     else:
         pieces.append(("ok", OK))
     if sample.remapped_rows_failure:
@@ -132,6 +135,12 @@ def ecc_pieces(sample: GpuSample, info: GpuInfo, *, long: bool = False) -> list[
 
 def _count(value: int | None) -> str:
     return NA if value is None else str(value)
+
+
+def uncorrected_text(volatile: int | None, aggregate: int | None) -> str:
+    """``3 uncorr.``: the uncorrected ECC errors since the driver loaded, or over the GPU's
+    life when none since (the roomy form and the findings give both counts)."""
+    return f"{volatile if volatile else aggregate or 0} uncorr."
 
 
 def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> list[Piece]:
@@ -154,19 +163,6 @@ def throttle_pieces(reasons: frozenset[str] | None, *, long: bool = False) -> li
     return pieces
 
 
-def _profile(dev: MigDeviceInfo) -> str:
-    """``1g.10gb`` from NVML's ``NVIDIA H100 80GB HBM3 MIG 1g.10gb``; ``slice`` without a name."""
-    return mig_profile(dev.name) if dev.name else "slice"
-
-
-def mig_summary(devices: Sequence[MigDeviceInfo]) -> str:
-    """``MIG 2×3g.40gb 1×1g.10gb``."""
-    counts: dict[str, int] = {}
-    for dev in devices:
-        counts[_profile(dev)] = counts.get(_profile(dev), 0) + 1
-    return "MIG " + " ".join(f"{n}×{name}" for name, n in counts.items())
-
-
 def flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
     """As many whole items as fit in ``width``, separated by ``sep``."""
     b = LineBuilder()
@@ -181,6 +177,65 @@ def flow(items: Sequence[Sequence[Piece]], width: int, sep: str = "  ") -> Line:
             b.add(sep)
         b.extend(item)
     return b.pieces
+
+
+def temperature_items(s: GpuSample, info: GpuInfo, *, short: bool) -> list[list[Piece]]:
+    """Each sensor coloured against its own limit (as the temperature rule judges it): the main
+    one, hotspot, memory, then the fan. Where the main reading is the hotspot's
+    (:func:`main_is_hotspot`), it is shown once, as the hotspot."""
+    main_cls = temperature_class(s.temperature_gpu_c, info.temperature_slowdown_c)
+    items: list[list[Piece]] = []
+    if not main_is_hotspot(s, info):
+        items.append([(fmt_temp(s.temperature_gpu_c), main_cls)])
+    if s.temperature_hotspot_c is not None:
+        cls = temperature_class(s.temperature_hotspot_c, info.temperature_hotspot_limit_c)
+        text = fmt_temp(s.temperature_hotspot_c)
+        items.append([("hot " if short else "hotspot ", LABEL), (text, cls)])
+    if s.temperature_memory_c is not None:
+        cls = temperature_class(s.temperature_memory_c, info.temperature_memory_limit_c)
+        text = fmt_temp(s.temperature_memory_c)
+        items.append([("mem " if short else "memory ", LABEL), (text, cls)])
+    if s.fan_pct is not None:
+        items.append([("fan ", LABEL), (fmt_pct(s.fan_pct), VALUE)])
+    return items
+
+
+def link_items(
+    s: GpuSample, info: GpuInfo, *, pcie_max: bool = True, pcie_rates: bool = True
+) -> list[list[Piece]]:
+    """The host link (``PCIe 5×16 ↓776MB/s ↑17.2MB/s``) and, when read, the GPU-to-GPU link's
+    rates (``NVL ↓582MB/s ↑584MB/s``, ``XGMI`` on AMD)."""
+    pcie: list[Piece] = [("PCIe ", LABEL), *pcie_pieces(s, info, with_max=pcie_max)]
+    if pcie_rates and (s.pcie_rx_bytes_per_s is not None or s.pcie_tx_bytes_per_s is not None):
+        pcie += [
+            (" ↓", LABEL),
+            (fmt_rate(s.pcie_rx_bytes_per_s), VALUE),
+            (" ↑", LABEL),
+            (fmt_rate(s.pcie_tx_bytes_per_s), VALUE),
+        ]
+    items = [pcie]
+    if s.nvlink_rx_bytes_per_s is not None or s.nvlink_tx_bytes_per_s is not None:
+        items.append(
+            [
+                (f"{link_name(info.vendor, short=True)} ↓", LABEL),
+                (fmt_rate(s.nvlink_rx_bytes_per_s), VALUE),
+                (" ↑", LABEL),
+                (fmt_rate(s.nvlink_tx_bytes_per_s), VALUE),
+            ]
+        )
+    return items
+
+
+def fit_links(s: GpuSample, info: GpuInfo, width: int) -> Line:
+    """:func:`link_items` in ``width`` cells. A PCIe link trained below its maximum is longer
+    (``3×8/5×16``): the maximum gives way first (the panel's fault list names it), then the PCIe
+    rates, so the NVLink / XGMI rates stay in view."""
+    for pcie_max, pcie_rates in ((True, True), (False, True), (False, False)):
+        items = link_items(s, info, pcie_max=pcie_max, pcie_rates=pcie_rates)
+        line = flow(items, width)
+        if line_width(line) >= sum(line_width(i) for i in items) + 2 * (len(items) - 1):
+            return line
+    return flow(link_items(s, info), width)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +260,18 @@ def sensor_limit(info: GpuInfo, limit_field: str) -> float | None:
     return limit
 
 
+def main_is_hotspot(sample: GpuSample, info: GpuInfo) -> bool:
+    """The GPU's main temperature is its hotspot (junction) sensor's: an AMD MI300-class GPU has
+    no edge sensor, and the adapter reads the junction as its GPU temperature (with the
+    junction's limit). A panel then shows that temperature once, as the hotspot."""
+    return (
+        info.vendor == "amd"
+        and sample.temperature_hotspot_c is not None
+        and sample.temperature_gpu_c == sample.temperature_hotspot_c
+        and info.temperature_slowdown_c == info.temperature_hotspot_limit_c
+    )
+
+
 def gpu_faults(sample: GpuSample, info: GpuInfo) -> list[Fault]:
     """The faults a GPU panel must show (the same conditions the health rules judge): ECC and
     row remapping, trouble throttle reasons, links down, a temperature at or near its limit, a
@@ -212,7 +279,7 @@ def gpu_faults(sample: GpuSample, info: GpuInfo) -> list[Fault]:
     faults: list[Fault] = []
     vol, agg = sample.ecc_volatile_uncorrected, sample.ecc_aggregate_uncorrected
     if (vol or 0) > 0 or (agg or 0) > 0:
-        text = f"ECC {_count(vol)}/{_count(agg)}!"
+        text = f"ECC {uncorrected_text(vol, agg)}"
         faults.append(Fault(((text, BAD),), (("ECC!", BAD),)))
     if sample.remapped_rows_failure:
         faults.append(Fault((("row remap failed!", BAD),), (("remap!", BAD),)))
@@ -230,6 +297,8 @@ def gpu_faults(sample: GpuSample, info: GpuInfo) -> list[Fault]:
             )
         )
     for label, reading, limit_field in TEMPERATURE_SENSORS:
+        if reading == "temperature_hotspot_c" and main_is_hotspot(sample, info):
+            continue  # the main reading is this sensor's: one fault, not two
         value: float | None = getattr(sample, reading)
         level = temperature_level(value, sensor_limit(info, limit_field))
         if level in ("warn", "fail") and value is not None:
@@ -251,7 +320,8 @@ def fit_faults(
 ) -> Line:
     """``head`` (a badge), every fault and as many ``extras`` as fit in ``width``: extras go
     first, then faults take their short form, then the ones that still do not fit are counted in
-    ``+N more (h)``. The head and the count are never cut."""
+    ``+N more (h)`` (or ``+N (h)``, where that keeps one more fault in view). The head and the
+    count are never cut."""
 
     def joined(items: Sequence[Sequence[Piece]]) -> Line:
         out: list[Piece] = []
@@ -272,10 +342,10 @@ def fit_faults(
             if width_of(items) <= width:
                 return joined(items)
     for shown in range(len(short) - 1, -1, -1):
-        more = [(f"+{len(short) - shown} more (h)", WARN)]
-        items = [*head, *short[:shown], more]
-        if width_of(items) <= width:
-            return joined(items)
+        for count in (f"+{len(short) - shown} more (h)", f"+{len(short) - shown} (h)"):
+            items = [*head, *short[:shown], [(count, WARN)]]
+            if width_of(items) <= width:
+                return joined(items)
     return fit(joined([*head, [(f"+{len(short)} (h)", WARN)]]), width)
 
 
@@ -302,35 +372,16 @@ def board_line(info: GpuInfo, cw: int) -> Line:
     return LineBuilder().add("Board".ljust(10), LABEL).extend(flow(items, cw - 10, " · ")).line(cw)
 
 
-def mig_lines(info: GpuInfo, s: GpuSample, cw: int) -> list[Line]:
-    """One line per MIG slice: profile, instance ids, memory used/total, SMs."""
-    if not (info.mig_enabled and info.mig_devices):
-        return []
-    by_uuid = {m.uuid: m for m in s.mig_devices}
-    lines: list[Line] = []
-    for dev in info.mig_devices:
-        reading = by_uuid.get(dev.uuid)
-        used = reading.memory_used_bytes if reading else None
-        total = (reading.memory_total_bytes if reading else None) or dev.memory_total_bytes
-        b = LineBuilder().add("MIG".ljust(10), LABEL)
-        b.add(pad(sanitize(_profile(dev)), 12), VALUE)
-        b.add(f" GI {dev.gpu_instance_id} CI {dev.compute_instance_id}", LABEL)
-        b.add("  mem ", LABEL).add(fmt_bytes_pair(used, total), VALUE if used is not None else DIM)
-        if dev.sm_count is not None:
-            b.add(f"  {dev.sm_count} SMs", LABEL)
-        lines.append(b.line(cw))
-    return lines
-
-
 def gpu_charts(s: GpuSample, info: GpuInfo) -> list[Chart]:
     """Utilization and memory (0–100 %), power (0 to the limit), temperature (0 to the
-    slowdown temperature): the top of a chart is the GPU's own ceiling."""
+    slowdown temperature): the top of a chart is the GPU's own ceiling. A GPU that reports no
+    utilization (one in MIG mode above all) gets no utilization chart, rather than an empty one."""
     total = s.memory_total_bytes or info.memory_total_bytes
     mem = fraction(s.memory_used_bytes, total)
     limit = s.power_limit_w or info.power_default_limit_w
     power_top = limit or nice_ceiling(max(s.power_w or 0.0, 1.0) * 1.5)
     temp_top = info.temperature_slowdown_c or 100.0
-    return [
+    charts = [
         Chart(
             "utilization_gpu_pct",
             "GPU utilization %",
@@ -372,6 +423,7 @@ def gpu_charts(s: GpuSample, info: GpuInfo) -> list[Chart]:
             f"{temp_top:.0f}",
         ),
     ]
+    return charts if s.utilization_gpu_pct is not None else charts[1:]
 
 
 def gpu_fetch(history: History | None, index: int) -> Fetch:

@@ -40,6 +40,7 @@ from gputui.core.format import clip
 from gputui.core.mig import instances_by_uuid, process_gpu_order, process_gpu_text
 from gputui.core.model import MigDeviceInfo, ProcessSample, Snapshot
 from gputui.core.process_tree import TreeRow, process_tree
+from gputui.core.vendor_terms import busy_title
 from gputui.host.workload import has_workloads, workload_words
 from gputui.tui.messages import ProcessHighlighted
 from gputui.tui.widgets.line_widget import (
@@ -387,9 +388,15 @@ class ProcessTable(VirtualTable[ProcessSample]):
 
     def header_text(self, spec: Column, arrow: str) -> str:
         title = spec.title
+        if spec.key == "sm" and self._snapshot is not None:
+            # What the vendor measures per process: SM% (NVIDIA), GFX% (AMD), GPU% on a mix.
+            title = busy_title(g.vendor for g in self._snapshot.node.gpus)
         if spec.key == "command" and self.command_left:
             title += f" +{self.command_left}"
-        return title if arrow == " " and spec.numeric else f"{title} {arrow}"
+        if arrow == " " and spec.numeric:
+            return title
+        text = f"{title} {arrow}"
+        return text if not spec.width or len(text) <= spec.width else f"{title}{arrow}"
 
     def header_status(self, room: int) -> str:
         """``by GPU · 2 tagged · 12 of 2,000 · 2,200 in all``, or as much of it as fits (the

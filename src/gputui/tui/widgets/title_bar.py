@@ -3,13 +3,18 @@ reading (from the snapshot, never from the wall clock), the node's health ("✔ 
 "▲ 2 warnings", "✖ 1 failure") and a "PAUSED" badge; "● REC" while the session is recorded; in
 replay mode "REPLAY 00:12:34 / 01:00:00 ×4 ▶" (position, length, speed, playing or paused)
 instead of the interval. While GPUs are idle, how many and what they cost ("3/8 GPUs idle (1
-held) · 7.50/h", :func:`gputui.core.usage.idle_summary`): the driver and runtime versions make room
-for it, and it is left out before the hostname, backend or GPU count would be. No clock
+held) · 7.50/h", :func:`gputui.core.usage.idle_forms`). When the line is short (80 columns), what
+gives way for the idle cost, first to last: the runtime and driver versions, the interval text
+("every 1s"), the idle text's longer forms ("3/8 idle · 7.50/h", then "idle 7.50/h": the cost
+stays), the backend, the GPU count; only then the idle text itself, before the hostname. The idle
+text stands before the interval, on the right. No clock
 animation: it changes only when a reading arrives or a key changes it."""
 
 from __future__ import annotations
 
-from gputui.core.format import fmt_clock, fmt_duration, fmt_interval, sanitize
+from collections.abc import Sequence
+
+from gputui.core.format import cell_width, fmt_clock, fmt_duration, fmt_interval, sanitize
 from gputui.core.model import NodeInfo
 from gputui.tui.replay import ReplayStatus, fmt_hms, fmt_speed
 from gputui.tui.widgets.line_widget import (
@@ -37,9 +42,12 @@ def runtime_label(node: NodeInfo) -> str:
     return "ROCm" if vendors == {"amd"} else "CUDA"
 
 
-_IDLE_RANK = 3
-"""Node facts ranked up to this (name, hostname, GPU count, backend) stay before the idle
-summary; the driver and runtime versions are left out for it."""
+_IDLE_STEPS: tuple[int, ...] = (5, 4, 3, 2, 1)
+"""The node facts kept for the idle text, step by step (those ranked up to this): the runtime
+(5) and driver (4) versions go first, then the backend (3) and the GPU count (2). At the steps
+that keep the backend, the idle text's whole form is tried with the interval first; from the
+backend's step on, without the interval, its longest form that fits (and the interval again
+when it fits beside that form)."""
 
 
 class TitleBar(LineWidget):
@@ -62,8 +70,9 @@ class TitleBar(LineWidget):
         """Replay position and state; None: a live session."""
         self.stale_s: float | None = None
         """Seconds the backend has not answered (the values shown are older); None: answering."""
-        self.idle = ""
-        """How many GPUs are idle now ('' when none is, or it is not known)."""
+        self.idle: tuple[str, ...] = ()
+        """How many GPUs are idle now and what they cost, longest form first (() when none is,
+        or it is not known)."""
 
     def set_state(
         self,
@@ -77,7 +86,7 @@ class TitleBar(LineWidget):
         recording: bool | None = None,
         replay: ReplayStatus | None = None,
         stale_s: float | str | None = "",
-        idle: str | None = None,
+        idle: str | Sequence[str] | None = None,
     ) -> None:
         """Change what the bar shows (arguments left out keep their value)."""
         if timestamp is not None:
@@ -99,7 +108,8 @@ class TitleBar(LineWidget):
         if not isinstance(stale_s, str):
             self.stale_s = stale_s
         if idle is not None:
-            self.idle = idle
+            forms = (idle,) if isinstance(idle, str) else tuple(idle)
+            self.idle = tuple(sanitize(form) for form in forms if form)
         self.rebuild()
 
     def build_lines(self, width: int, height: int) -> list[Line]:
@@ -116,21 +126,18 @@ class TitleBar(LineWidget):
                 left.append((5, [(label, LABEL), (sanitize(node.runtime_version), VALUE)]))
             count = len(node.gpus)
             left.append((2, [(f"{count} GPU{'s' if count != 1 else ''}", VALUE)]))
-        state = self._right(LineBuilder())
+        idle, interval = self._fit_idle(left, width)
+        state = self._right(LineBuilder(), interval=interval)
         right = LineBuilder()
-        idle = sanitize(self.idle)
         if idle:
-            # Shown when the main node facts (name, host, backend, GPU count) fit beside it:
-            # the driver and runtime versions give way to it, nothing else does.
-            main = [pieces for rank, pieces in left if rank <= _IDLE_RANK]
-            facts = sum(len(t) for pieces in main for t, _ in pieces) + 3 * (len(main) - 1)
-            if 1 + facts + 3 + len(idle) + 2 + state.width + 1 <= width:
-                right.add(idle, LABEL).add("  ")
+            right.add(idle, LABEL).add("  ")
         right.extend(state.pieces)
         b = LineBuilder().add(" ")
         room = width - right.width - 5  # at least three cells between the sides
         chosen: set[int] = set()
         used = 0
+        # The facts by rank as room allows: the idle text and the interval were fitted beside
+        # those the step keeps; what room is left may still hold a lower-ranked one.
         for i in sorted(range(len(left)), key=lambda i: left[i][0]):
             w = sum(len(t) for t, _ in left[i][1]) + (3 if chosen else 0)
             if used + w <= room:
@@ -146,9 +153,31 @@ class TitleBar(LineWidget):
         b.extend(right.pieces).add(" ")
         return [b.line(width)]
 
-    def _right(self, right: LineBuilder) -> LineBuilder:
+    def _fit_idle(self, left: list[tuple[int, list[Piece]]], width: int) -> tuple[str, bool]:
+        """(idle text, whether the interval shows): the first step of :data:`_IDLE_STEPS` at
+        which a form of the idle text fits beside the facts it keeps; without one, no idle text
+        and the interval."""
+
+        def fits(kept: int, form: str, interval: bool) -> bool:
+            facts = [pieces for rank, pieces in left if rank <= kept]
+            facts_w = sum(len(t) for pieces in facts for t, _ in pieces) + 3 * (len(facts) - 1)
+            state_w = self._right(LineBuilder(), interval=interval).width
+            return 1 + facts_w + 3 + cell_width(form) + 2 + state_w + 1 <= width
+
+        for kept in _IDLE_STEPS:
+            if self.idle and fits(kept, self.idle[0], True):
+                return self.idle[0], True
+            if kept > 3:
+                continue
+            for form in self.idle:
+                if fits(kept, form, False):
+                    return form, fits(kept, form, True)
+        return "", True
+
+    def _right(self, right: LineBuilder, *, interval: bool = True) -> LineBuilder:
         """The state on the right (health, stalls, filters, pause, recording, replay or the
-        interval, and the time of the reading), added to ``right``."""
+        interval, and the time of the reading), added to ``right``; ``interval`` False leaves
+        the interval text out."""
         if self.health is not None:
             text, severity = self.health
             right.add(text, _HEALTH_CLASS.get(severity, OK)).add("  ")
@@ -172,7 +201,7 @@ class TitleBar(LineWidget):
             else:
                 right.add("paused" if replay.paused else "▶", WARN if replay.paused else OK)
             right.add("  ")
-        elif self.interval is not None:
+        elif self.interval is not None and interval:
             right.add("every ", LABEL).add(fmt_interval(self.interval), VALUE).add("  ")
         return right.add(
             fmt_clock(self.timestamp) if self.timestamp else "--:--:--",
