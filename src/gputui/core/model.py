@@ -143,6 +143,10 @@ class GpuInfo:
     """Which partition of its physical GPU this device is in a mode other than SPX: 0 for the
     primary, the only one that reports the device-wide readings (power, temperatures, PCIe, ECC,
     XGMI); those of the others are None. None when not partitioned."""
+    minor_number: int | None = None
+    """NVIDIA: the device node's minor number (``/dev/nvidiaN``, ``nvmlDeviceGetMinorNumber``),
+    which Slurm's GRES index names (:mod:`gputui.core.allocation`); it need not equal the NVML
+    index. None when unknown (AMD, a driver that does not say)."""
 
 
 @dataclass(frozen=True, slots=True)
