@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.allocation import Allocation, SchedulerStatus
 from gputui.core.performance import Performance
 
 SCHEMA_VERSION = 1
@@ -590,6 +591,11 @@ class Snapshot:
     usage: Usage | None = None
     """Energy and idle time per GPU since the session started (None: not accounted, e.g. a
     reading from an older recording)."""
+    allocations: tuple[Allocation, ...] = ()
+    """Who the scheduler allocated each GPU to and whether it is used
+    (:mod:`gputui.core.allocation`); () when no scheduler answers."""
+    schedulers: tuple[SchedulerStatus, ...] = ()
+    """The schedulers asked (Slurm, the kubelet) and whether they answered; () when none is."""
     schema_version: int = SCHEMA_VERSION
 
     def sample(self, index: int) -> GpuSample | None:
