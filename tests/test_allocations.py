@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.factories import GIB, T, info, kubelet_checkpoint, proc, run, sample, snap
+from tests.factories import GIB, T, info, kubelet_checkpoint, proc, run, sample, scrape, snap
 from tests.fakes.clock import fake_clock_sampler
+from tests.fakes.schedulers import FixedSchedulers, slurm_job
 
 from gputui.core.allocation import (
     Allocation,
@@ -365,3 +366,69 @@ def test_the_kubelet_source_reads_again_only_when_the_file_changes(tmp_path: Pat
     path.unlink()
     gone = source.ask()
     assert gone.grants is None and "no device-plugin checkpoint" in gone.message
+
+
+# -- the exporter ---------------------------------------------------------------------------------
+
+
+def test_the_exporter_publishes_allocations_idle_time_and_cost() -> None:
+    """The simulated DGX: job 4242 holds GPU 6 (busy) and 7 (a process holding memory, idle);
+    a pod holds GPU 5 twice (the GPU and a time-sliced replica of it: one series)."""
+    from gputui import export
+
+    sampler = fake_clock_sampler("dgx-h100", gpu_hour_price=2.0)
+    uuid = sampler.node.gpus[5].uuid
+    pod = tuple(
+        Grant("kubernetes", d, device_id=d, pod_uid="u1", pod_name="nb-0", namespace="ml")
+        for d in (uuid, uuid + "::1")
+    )
+    sampler.allocations = FixedSchedulers(slurm_job("4242", 6, 7) + pod)
+    sampler.allocation_meter.idle_after_s = 0.0
+    collector = export.GpuCollector(sampler)
+    for _ in range(4):
+        sampler.poll()
+        sampler.clock.now += 1.0
+    text, families = scrape(collector)
+
+    def series(name: str) -> dict[tuple[str, ...], float]:
+        return {
+            (s.labels.get("gpu", ""), s.labels["slurm_job"], s.labels["pod"]): s.value
+            for s in families[name].samples
+            if s.name == name
+        }
+
+    assert series("gputui_gpu_allocated") == {
+        ("5", "", "nb-0"): 1.0,
+        ("6", "4242", ""): 1.0,
+        ("7", "4242", ""): 1.0,
+    }
+    idle = series("gputui_gpu_allocated_idle")
+    assert idle[("6", "4242", "")] == 0.0 and idle[("7", "4242", "")] == 1.0
+    seconds = {
+        (s.labels["gpu"], s.labels["slurm_job"]): s.value
+        for s in families["gputui_gpu_allocated_idle_seconds"].samples
+        if s.name == "gputui_gpu_allocated_idle_seconds_total"
+    }
+    assert seconds[("7", "4242")] == 3.0 and seconds[("6", "4242")] == 0.0
+    (cost,) = [
+        s
+        for s in families["gputui_allocation_idle_cost"].samples
+        if s.labels["slurm_job"] == "4242"
+    ]
+    assert cost.labels["user"] == "alice"
+    assert cost.value == pytest.approx(3.0 / 3600 * 2.0, abs=1e-6)
+    assert 'gputui_scheduler_up{scheduler="slurm"} 1.0' in text
+    assert text.count('gputui_gpu_allocated{gpu="5"') == 1  # the replica is the same GPU
+
+
+def test_the_exporter_says_when_the_scheduler_went_silent() -> None:
+    from gputui import export
+
+    sampler = fake_clock_sampler("dgx-h100")
+    gone = (SchedulerStatus("slurm", "unreachable", "squeue failed"),)
+    sampler.allocations = FixedSchedulers(slurm_job("1", 0), gone)
+    collector = export.GpuCollector(sampler)
+    sampler.poll()
+    text, families = scrape(collector)
+    assert 'gputui_scheduler_up{scheduler="slurm"} 0.0' in text
+    assert "gputui_gpu_allocated" not in families  # nothing guessed
