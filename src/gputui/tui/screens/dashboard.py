@@ -22,6 +22,7 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from gputui.core.allocation_text import gpu_tag, idle_owners
 from gputui.core.history import History
 from gputui.core.model import NodeInfo, ProcessSample, Snapshot
 from gputui.core.usage import idle_summary
@@ -225,7 +226,14 @@ class DashboardScreen(Screen[None]):
                 timestamp=shown_at,
                 health=node_summary(findings) if health else None,
                 stale_s=None if stall is None else max(snapshot.timestamp - stall.since, 0.0),
-                idle=idle_summary(snapshot.usage),
+                idle=" · ".join(
+                    part
+                    for part in (
+                        idle_summary(snapshot.usage),
+                        idle_owners(snapshot.allocations, snapshot.timestamp),
+                    )
+                    if part
+                ),
             )
             self.set_class(stall is not None, "-stale")
             panels = self.panels
@@ -234,6 +242,9 @@ class DashboardScreen(Screen[None]):
                 if panel is not None:
                     if health:  # drawn by update_sample's rebuild, with the new reading
                         panel.health = gpu_status(findings, sample.index, active_only=True)
+                    panel.allocation = gpu_tag(
+                        snapshot.allocations, sample.index, snapshot.timestamp
+                    )
                     panel.update_sample(sample)
             self.host_strip.update_host(snapshot.host)
             # The strip takes a line from the process table only while something is wrong;
