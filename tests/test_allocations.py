@@ -432,3 +432,24 @@ def test_the_exporter_says_when_the_scheduler_went_silent() -> None:
     text, families = scrape(collector)
     assert 'gputui_scheduler_up{scheduler="slurm"} 0.0' in text
     assert "gputui_gpu_allocated" not in families  # nothing guessed
+
+
+def test_the_text_report_lists_schedulers_holders_and_free_gpus() -> None:
+    from gputui.views.report import render_snapshot
+
+    allocations = (
+        Allocation(0, "free"),
+        allocated("no_process", T - 125),
+        allocated(
+            "unknown", None, gpu_index=None, device="IDX 5", unmatched="no GPU with minor number 5"
+        ),
+    )
+    statuses = (SchedulerStatus("slurm", "ok", "1 job with GPUs on node n"),)
+    s = dataclasses.replace(snap(), allocations=allocations, schedulers=statuses)
+    text = render_snapshot(s)
+    assert "Slurm: ok (1 job with GPUs on node n)" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("0 ") and "IDX 0" in line]
+    assert "job 4242 train (alice)" in row and "allocated, no process" in row and "2m05s" in row
+    assert "IDX 5 (no GPU with minor number 5)" in text
+    assert "Free (not allocated): GPU 0" in text
+    assert "Slurm" not in render_snapshot(snap())  # no scheduler here: nothing said
