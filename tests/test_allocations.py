@@ -193,6 +193,18 @@ def test_a_mig_allocation_is_judged_by_its_instance() -> None:
     ]
 
 
+def test_a_pod_is_named_as_its_processes_show_it() -> None:
+    """The kubelet's pod directory may not name the pod; the container engine's state that
+    attribution reads for its processes does."""
+    n = node(info(0, uuid="GPU-0"))
+    grant = Grant("kubernetes", "GPU-0", device_id="GPU-0", pod_uid="u1")
+    p = proc(gpu=0, k8s_pod_uid="u1", k8s_pod_name="trainer-0", k8s_namespace="ml")
+    (a,) = AllocationMeter().update(T, n, [sample(0)], [p], reading(grant))
+    assert (a.pod_name, a.namespace) == ("trainer-0", "ml")
+    (unnamed,) = AllocationMeter().update(T, n, [sample(0)], [], reading(grant))
+    assert unnamed.pod_name is None and owner_text(unnamed) == "pod u1"
+
+
 def test_owner_and_device_words() -> None:
     a = Allocation(0, "no_process", "slurm", "IDX 3", job_id="4242", job_name="train", user="al")
     assert owner_text(a) == "job 4242 train (al)" and owner_text(a, short=True) == "job 4242"

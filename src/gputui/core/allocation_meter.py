@@ -163,9 +163,12 @@ class AllocationMeter:
             return ()
         samples = {s.index: s for s in gpus}
         on_gpu: dict[int, list[ProcessSample]] = {}
+        pods: dict[str, tuple[str | None, str | None]] = {}
         for p in processes:
             if not p.exited:
                 on_gpu.setdefault(p.gpu_index, []).append(p)
+            if p.k8s_pod_uid and p.k8s_pod_name:  # the pod's name as its processes' show it
+                pods[p.k8s_pod_uid] = (p.k8s_pod_name, p.k8s_namespace)
         max_gap = max(MIN_GAP_S, MAX_GAP_INTERVALS * interval)
         out: list[Allocation] = []
         alive: set[tuple[object, ...]] = set()
@@ -187,6 +190,9 @@ class AllocationMeter:
             listed = [] if where.gpu_index is None else on_gpu.get(where.gpu_index, [])
             procs = [p for p in listed if where.mig_uuid is None or p.mig_uuid == where.mig_uuid]
             memory = _memory(sample, where.mig_uuid)
+            pod_name, namespace = grant.pod_name, grant.namespace
+            if grant.pod_uid and pod_name is None:
+                pod_name, namespace = pods.get(grant.pod_uid, (None, namespace))
             state, idle = self._state(sample, procs, memory)
             self._count(track, now, idle, max_gap)
             if state == "in_use" and idle and now - (track.idle_since or now) >= self.idle_after_s:
@@ -203,8 +209,8 @@ class AllocationMeter:
                     job_name=grant.job_name,
                     user=grant.user,
                     pod_uid=grant.pod_uid,
-                    pod_name=grant.pod_name,
-                    namespace=grant.namespace,
+                    pod_name=pod_name,
+                    namespace=namespace,
                     container=grant.container,
                     started=grant.started,
                     first_seen=track.first_seen,
