@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -99,6 +100,35 @@ def proc(pid: int = 100, gpu: int = 0, user: str = "bob", mem: int = 10 * GIB, *
     return ProcessSample(
         pid=pid, gpu_index=gpu, user=user, gpu_memory_bytes=mem, name="python", **kw
     )
+
+
+# -- schedulers ------------------------------------------------------------------------------------
+
+
+def kubelet_checkpoint(
+    path: Path, pods: dict[str, list[str]], *, flat: bool = False, resource: str = "nvidia.com/gpu"
+) -> Path:
+    """A kubelet device-plugin checkpoint at ``path`` as the kubelet writes it: pod UID ->
+    device ids of its container ``main``, under NUMA node 0 (Kubernetes 1.20+), or as the flat
+    list older kubelets wrote (``flat``)."""
+    entries = [
+        {
+            "PodUID": uid,
+            "ContainerName": "main",
+            "ResourceName": resource,
+            "DeviceIDs": ids if flat else {"0": ids},
+            "AllocResp": "CiQKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSCkdQVS0wMDAwMDAw",
+        }
+        for uid, ids in pods.items()
+    ]
+    registered = {resource: [i for ids in pods.values() for i in ids]}
+    document = {
+        "Data": {"PodDeviceEntries": entries, "RegisteredDevices": registered},
+        "Checksum": 3145912348,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
 
 
 # -- recordings ------------------------------------------------------------------------------------

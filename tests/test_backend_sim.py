@@ -65,6 +65,16 @@ def test_unknown_scenario_names_the_valid_ones() -> None:
         assert name in message
 
 
+def test_simulated_nvidia_gpus_have_device_minor_numbers_and_amd_none() -> None:
+    """A scheduler's GRES index maps to NVML by the device minor: the simulated NVIDIA node has
+    one per GPU, as a real one does; AMD GPUs have none."""
+    nvidia = sim("dgx-h100").open()
+    assert [g.minor_number for g in nvidia.gpus] == [g.index for g in nvidia.gpus]
+    assert len(nvidia.gpus) == 8
+    amd = sim("mi300x").open()
+    assert {g.minor_number for g in amd.gpus} == {None}
+
+
 def test_snapshot_of_sim_survives_json_round_trip() -> None:
     backend = sim("dgx-h100")
     now = T0 + 12.0

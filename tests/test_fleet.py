@@ -142,8 +142,11 @@ def test_the_fleet_reads_names_the_exporter_publishes() -> None:
     dcgm-exporter can carry, is one `gputui export` publishes."""
     pytest.importorskip("prometheus_client")
     from tests.factories import faulty_collector, scrape
+    from tests.fakes.schedulers import FixedSchedulers, slurm_job
 
-    _sampler, collector = faulty_collector()
+    sampler, collector = faulty_collector()
+    sampler.allocations = FixedSchedulers(slurm_job("4242", 0, 1))  # a node with a scheduler
+    sampler.poll()
     _text, families = scrape(collector)
     exported = set(families)
     dcgm_only = {promql.SLOWDOWN_TEMP, promql.MEM_MAX_OP_TEMP, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"}
@@ -491,6 +494,34 @@ def test_gputui_status_decides_and_a_stall_fails_the_node() -> None:
     failing = build(values=findings, up=up).nodes[0]
     assert failing.health == "fail"
     assert failing.reasons == ("GPU 0: temperature ×2 (fail)", "node: driver (warn)")
+
+
+def test_allocated_idle_gpus_per_node_where_a_scheduler_is_read() -> None:
+    """From the one values query: GPUs with ``gputui_gpu_allocated_idle`` 1 (several owners of
+    one GPU are one series there), counted where ``gputui_scheduler_up`` says a scheduler is
+    read; nothing known without one, or once it stopped answering."""
+    up = [s(1, instance="n1:9400", job="gpu")]
+    base = [gpu_series("DCGM_FI_DEV_GPU_UTIL", 0, gpu=str(i)) for i in range(4)] + [
+        s(1, __name__="gputui_info", instance="n1:9400", job="gpu")
+    ]
+    idle = [gpu_series("gputui_gpu_allocated_idle", v, gpu=str(i)) for i, v in enumerate((1, 0, 1))]
+    scheduler = s(1, __name__="gputui_scheduler_up", instance="n1:9400", job="gpu")
+    node = build(values=[*base, *idle, scheduler], up=up).nodes[0]
+    assert node.allocated_idle_gpus == 2 and node.health == "ok"
+    free = build(values=[*base, scheduler], up=up).nodes[0]
+    assert free.allocated_idle_gpus == 0  # a scheduler answers: nothing allocated sits idle
+    assert build(values=base, up=up).nodes[0].allocated_idle_gpus is None
+    silent = scheduler._replace(value=0.0)
+    assert build(values=[*base, *idle, silent], up=up).nodes[0].allocated_idle_gpus is None
+    odd = scheduler._replace(value=7.0)
+    node = build(values=[*base, *idle, odd], up=up).nodes[0]
+    assert node.allocated_idle_gpus is None and node.health == "ok"  # says nothing, harms nothing
+    dcgm = build(values=[gpu_series("DCGM_FI_DEV_GPU_UTIL", 0)], up=up).nodes[0]
+    assert dcgm.allocated_idle_gpus is None
+    output = json.loads(
+        json.dumps(encode(fleet_output(build(values=[*base, *idle, scheduler], up=up))))
+    )
+    assert output["nodes"][0]["allocated_idle_gpus"] == 2
 
 
 def test_dcgm_temperature_limits() -> None:

@@ -134,6 +134,16 @@ def test_static_info_is_converted() -> None:
     assert info.persistence_mode is True
     assert info.vbios_version == "96.00.99.00.01"
     assert info.serial == "1650123456789"
+    assert info.minor_number == 0
+
+
+def test_each_gpu_keeps_its_own_device_minor_number() -> None:
+    """/dev/nvidiaN's N comes from the driver's probe order, not the NVML index (PCI order): a
+    GPU is known by its own minor, and a driver that does not say leaves it unknown."""
+    fake = make_fake_nvml([FakeGpu(minor_number=2), FakeGpu(minor_number=0), FakeGpu()])
+    fake.gpus[2].minor_number = None  # NotSupported
+    node = NvmlBackend(fake).open()
+    assert [g.minor_number for g in node.gpus] == [2, 0, None]
 
 
 @pytest.mark.parametrize("how", ["missing", "absent"])
@@ -268,6 +278,7 @@ def test_everything_optional_unsupported_gives_nones_not_errors() -> None:
         "persistence_mode",
         "vbios_version",
         "serial",
+        "minor_number",
     ):
         assert getattr(info, name) is None, name
     (sample,) = backend.read_gpus(1.0, slow=True)

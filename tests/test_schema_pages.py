@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories import kubelet_checkpoint
 from tests.fakes.clock import fake_clock_sampler
 from tests.fakes.fake_probe_worker import FAKE
 from tests.fakes.hung import hung_sampler
@@ -19,6 +20,7 @@ from tests.fakes.prometheus_answers import BASE, recorded_source, synthetic_sour
 from tests.schema_pages import DOCS, declared, differences, documented, emitted
 
 from gputui import cli
+from gputui.backends.sim import SimBackend
 from gputui.commands import fleet as fleet_command
 from gputui.core.codec import encode, snapshot_to_json
 from gputui.core.model import Snapshot
@@ -114,13 +116,24 @@ def test_the_check_page(capsys: pytest.CaptureFixture[str]) -> None:
     assert_page_matches("check-json.md", runs, CheckOutput)
 
 
-def test_the_snapshot_page(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_snapshot_page(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Simulated nodes of every kind; a reading the driver did not answer (it carries ``stall``)
-    and one with events, written as the command writes them."""
+    and one with events, written as the command writes them; a MIG node whose GPUs a kubelet
+    checkpoint allocates (a GPU, a MIG instance, a device not on the node)."""
     runs = [
         run_cli(capsys, "snapshot", "--json", "--backend", f"sim:{scenario}")
         for scenario in ("dgx-h100", "faulty", "mig", "crowded", "mi300x")
     ]
+    node = SimBackend("mig").open()
+    mig = next(m.uuid for g in node.gpus for m in g.mig_devices)
+    pods = {"pod-a": [node.gpus[-1].uuid, mig], "pod-b": ["GPU-not-here"]}
+    checkpoint = kubelet_checkpoint(tmp_path / "device-plugins" / "checkpoint", pods)
+    monkeypatch.setenv("GPUTUI_KUBELET_CHECKPOINT", str(checkpoint))
+    allocated = run_cli(capsys, "snapshot", "--json", "--backend", "sim:mig")
+    assert {a["state"] for a in allocated["allocations"]} >= {"free", "in_use", "unknown"}
+    runs.append(allocated)
     wedged = threading.Event()
     try:
         sampler, gpu = hung_sampler(wedged, after=10_000)

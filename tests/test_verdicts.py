@@ -13,6 +13,7 @@ import pytest
 from tests.factories import GIB, info, proc, run, sample, snap
 
 from gputui import cli
+from gputui.core.allocation import Allocation
 from gputui.core.model import Finding, GpuEvent, LinkSample, ProcessSample
 from gputui.health import RULES, HealthConfig, HealthMonitor, RuleContext
 from gputui.host.pidns import proc_hides_processes
@@ -221,6 +222,10 @@ def test_every_rule_on_an_amd_node_names_amd_smi_never_nvidia_smi() -> None:
     s = dataclasses.replace(
         s, node=dataclasses.replace(s.node, backend="amd", runtime_version="6.2", open_seconds=5.0)
     )
+    held = Allocation(
+        7, "no_process", "kubernetes", "0000:1f:00.0", pod_uid="u1", idle_since=T_EVENT
+    )
+    s = dataclasses.replace(s, allocations=(held,))
     ctx = RuleContext(
         snapshot=s,
         config=HealthConfig(current_user="me"),

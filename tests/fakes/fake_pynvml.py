@@ -255,6 +255,12 @@ class FakeGpu:
     persistence_mode: int = 1
     vbios: str = "96.00.99.00.01"
     serial: str = "1650123456789"
+    # nvml.h, nvmlDeviceGetMinorNumber: "The minor number for the device is such that the Nvidia
+    # device node file for each GPU will have the form /dev/nvidia[minor number]" (Linux only,
+    # all products; NVML_ERROR_NOT_SUPPORTED "if this query is not supported by the device").
+    # The driver numbers device nodes in its own probe order, so the minor need not equal the
+    # NVML index (PCI bus order). -1: the GPU's index (set by FakeNvml); None: NotSupported.
+    minor_number: int | None = -1
     mig_mode: int | None = 0  # None: MIG not supported (pre-Ampere)
     max_mig_devices: int = 7
     migs: list[FakeMig | None] = field(default_factory=list)  # slot i -> slice (None: empty)
@@ -420,6 +426,8 @@ class FakeNvml:
             gpu.index = i
             gpu.uuid = gpu.uuid or f"GPU-{i:08d}-fake-uuid"
             gpu.pci_bus_id = gpu.pci_bus_id or f"00000000:{0x18 + i:02X}:00.0"
+            if gpu.minor_number == -1:
+                gpu.minor_number = i
             for slot, mig in enumerate(gpu.migs):
                 if mig is not None and not mig.uuid:
                     mig.uuid = f"MIG-{i:04d}-{slot:04d}-fake"
@@ -645,6 +653,10 @@ class FakeNvml:
     @_api
     def nvmlDeviceGetSerial(self, handle: FakeHandle) -> str:
         return self._dev(handle)[0].serial
+
+    @_api
+    def nvmlDeviceGetMinorNumber(self, handle: FakeHandle) -> int:
+        return _value(self._dev(handle)[0].minor_number)
 
     @_api
     def nvmlDeviceGetVirtualizationMode(self, handle: FakeHandle) -> int:

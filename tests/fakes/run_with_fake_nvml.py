@@ -11,7 +11,9 @@ C runs no Python signal handler until it returns): the process must cope on its 
 ``FAKE_NVML_COLD_OPEN=SECONDS`` turns persistence mode off on every GPU and makes the first
 call on each take that long (the driver initialising a GPU on first open).
 ``FAKE_NVML_SLURM_JOB=ID`` lists this process on GPU 0, in the cgroup of Slurm job ID (so
-gputui asks ``scontrol`` for the job's name).
+gputui asks ``scontrol`` for the job's name). ``FAKE_NVML_MINORS=2,3,0,1`` gives the GPUs those
+device minor numbers (``/dev/nvidiaN``); ``FAKE_NVML_IDLE=1`` leaves every GPU idle and empty (no
+utilization, 0 B used: an idle H100 on R580 with its reserved memory apart reads that).
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ def main() -> int:
         if cold:
             gpu.persistence_mode = 0
             gpu.cold_open_s = cold
+        if os.environ.get("FAKE_NVML_IDLE"):
+            gpu.util_gpu, gpu.util_memory, gpu.memory_used = 0, 0, 0
+    minors = os.environ.get("FAKE_NVML_MINORS", "")
+    for gpu, minor in zip(gpus, (int(m) for m in minors.split(",") if m), strict=False):
+        gpu.minor_number = minor
     kwargs = {}
     if hang == "init":
         kwargs["init_hang"] = wedged

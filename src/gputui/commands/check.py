@@ -46,6 +46,9 @@ MAX_READING_WAIT_S = 5.0
 
 READINGS = 2
 READING_GAP_S = 1.0
+SCHEDULER_WAIT_S = 3.0
+"""How long the last reading waits for the schedulers' first answer (their allocations), at
+most; past it the check goes on without them."""
 """Two readings this far apart: rates (PCIe, NVLink) and the slow tier (ECC, remapped rows) are
 real numbers, and the whole check stays near one second."""
 
@@ -216,15 +219,21 @@ def take_readings(
     readings: int = READINGS,
     gap_s: float = READING_GAP_S,
     sleep: Callable[[float], None] = time.sleep,
+    schedulers_wait_s: float = SCHEDULER_WAIT_S,
 ) -> Snapshot:
     """``readings`` polls ``gap_s`` apart, each waiting at most ``sampler.deadline`` for the
     driver; the last snapshot carries the findings of them all. A reading the driver did not
-    answer ends the series (it is the verdict)."""
+    answer ends the series (it is the verdict). The last waits up to ``schedulers_wait_s`` for
+    the schedulers' first answer (their allocations; asked in the background since the
+    first), and judges allocated GPUs over these readings alone."""
+    sampler.allocation_meter.idle_after_s = 0.0  # its readings are its whole window
     snapshot = sampler.poll(deadline=sampler.deadline)
-    for _ in range(readings - 1):
+    for i in range(readings - 1):
         if snapshot.stall is not None:
             break
         sleep(gap_s)
+        if i == readings - 2:
+            sampler.wait_for_schedulers(schedulers_wait_s)
         snapshot = sampler.poll(deadline=sampler.deadline)
     return snapshot
 

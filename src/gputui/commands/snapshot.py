@@ -33,6 +33,9 @@ from gputui.settings.model import Settings
 
 SETTLE_S = 0.5
 """``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
+SCHEDULER_WAIT_S = 3.0
+"""How long ``snapshot`` waits for the schedulers' first answer before its last reading (past
+it, the snapshot says they have not answered yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +175,11 @@ def run(options: SnapshotOptions, seams: Seams = REAL) -> int:
         return EXIT_NO_GPU
     with session:
         sampler = session.sampler
+        sampler.allocation_meter.idle_after_s = 0.0  # its two readings are its whole window
         snapshot = sampler.poll(deadline=sampler.deadline)
         if snapshot.stall is None:
             seams.sleep(SETTLE_S)
+            sampler.wait_for_schedulers(SCHEDULER_WAIT_S)
             snapshot = sampler.poll(deadline=sampler.deadline)
     _print(snapshot, options.as_json, width, seams.out)
     if snapshot.stall is not None:  # printed with its "not responding" finding, and failed

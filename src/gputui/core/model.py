@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.allocation import Allocation, SchedulerStatus
 from gputui.core.performance import Performance
 
 SCHEMA_VERSION = 1
@@ -143,6 +144,10 @@ class GpuInfo:
     """Which partition of its physical GPU this device is in a mode other than SPX: 0 for the
     primary, the only one that reports the device-wide readings (power, temperatures, PCIe, ECC,
     XGMI); those of the others are None. None when not partitioned."""
+    minor_number: int | None = None
+    """NVIDIA: the device node's minor number (``/dev/nvidiaN``, ``nvmlDeviceGetMinorNumber``),
+    which Slurm's GRES index names (:mod:`gputui.core.allocation`); it need not equal the NVML
+    index. None when unknown (AMD, a driver that does not say)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,6 +595,11 @@ class Snapshot:
     usage: Usage | None = None
     """Energy and idle time per GPU since the session started (None: not accounted, e.g. a
     reading from an older recording)."""
+    allocations: tuple[Allocation, ...] = ()
+    """Who the scheduler allocated each GPU to and whether it is used
+    (:mod:`gputui.core.allocation`); () when no scheduler answers."""
+    schedulers: tuple[SchedulerStatus, ...] = ()
+    """The schedulers asked (Slurm, the kubelet) and whether they answered; () when none is."""
     schema_version: int = SCHEMA_VERSION
 
     def sample(self, index: int) -> GpuSample | None:

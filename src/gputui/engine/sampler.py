@@ -28,9 +28,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from gputui.backends.base import Backend
+from gputui.core.allocation import Allocation, SchedulerStatus
+from gputui.core.allocation_meter import AllocationMeter
 from gputui.core.history import History
 from gputui.core.model import (
     SLOW_SAMPLE_FIELDS,
@@ -44,6 +46,7 @@ from gputui.core.model import (
 )
 from gputui.core.usage import UsageMeter
 from gputui.health.performance import PerformanceJudge
+from gputui.host.allocations import AllocationReader, reader_for
 from gputui.host.processes import ProcessEnricher
 
 log = logging.getLogger(__name__)
@@ -143,11 +146,14 @@ class Sampler:
         health: HealthEvaluator | None = None,
         deadline: float | None = None,
         gpu_hour_price: float | None = None,
+        allocations: AllocationReader | Literal["auto"] | None = "auto",
     ) -> None:
         """``node`` is passed when the backend is already open (see ``backends.open_backend``).
         ``clock`` defaults to the wall clock, or to the replay clock of a backend with playback.
         ``deadline``: how long the polling thread waits for a reading (default: max(5 s, 3
-        intervals)). ``gpu_hour_price`` prices the idle GPUs (see :mod:`gputui.core.usage`)."""
+        intervals)). ``gpu_hour_price`` prices the idle GPUs (see :mod:`gputui.core.usage`).
+        ``allocations``: where the schedulers' allocations come from (default: those this node
+        has, :func:`gputui.host.allocations.reader_for`; a replay carries the recorded ones)."""
         self.backend = backend
         self.playback = backend.playback
         """The replay controls when the backend plays back a recording, else None."""
@@ -171,6 +177,16 @@ class Sampler:
         self.usage = UsageMeter(gpu_hour_price=gpu_hour_price)
         """Energy and idle accounting; its ``gpu_hour_price`` prices the idle GPUs on each
         snapshot's ``usage``."""
+        if allocations == "auto":
+            allocations = (
+                None
+                if self.playback is not None
+                else reader_for(real_gpus=backend.enrich_processes)
+            )
+        self.allocations: AllocationReader | None = allocations
+        """The schedulers' allocations, asked in the background (None: no scheduler here)."""
+        self.allocation_meter = AllocationMeter()
+        """Joins them with each reading (:mod:`gputui.core.allocation_meter`)."""
         self._last_slow: float | None = None
         self._slow_next = False
         """The next reading reads the slow tier too (the processes, after a signal)."""
@@ -322,6 +338,7 @@ class Sampler:
         host = self.backend.read_host(now)
         events = tuple(self.backend.read_events(now))
         recorded = self._recorded(now)
+        allocations, schedulers = self._allocated(now, node, gpus, recorded)
         return Snapshot(
             timestamp=now,
             node=node,
@@ -332,7 +349,35 @@ class Sampler:
             # A replayed reading the driver did not answer is replayed as not answered.
             stall=recorded.stall if recorded is not None else None,
             usage=self._usage(now, gpus, recorded),
+            allocations=allocations,
+            schedulers=schedulers,
         )
+
+    def _allocated(
+        self, now: float, node: NodeInfo, gpus: list[GpuSample], recorded: Snapshot | None
+    ) -> tuple[tuple[Allocation, ...], tuple[SchedulerStatus, ...]]:
+        """The schedulers' allocations joined with this reading (never waits for a scheduler);
+        for a replay, those recorded with the reading."""
+        if self.playback is not None:
+            return (recorded.allocations, recorded.schedulers) if recorded is not None else ((), ())
+        if self.allocations is None:
+            return (), ()
+        reading = self.allocations.reading()
+        allocations = self.allocation_meter.update(
+            now,
+            node,
+            gpus,
+            self._processes,
+            reading,
+            price=self.usage.gpu_hour_price,
+            interval=self.interval,
+        )
+        return allocations, reading.statuses
+
+    def wait_for_schedulers(self, timeout: float) -> bool:
+        """Wait (not on the polling thread) until each scheduler was asked once, so a one-shot
+        command's next reading shows their allocations; True at once without schedulers."""
+        return self.allocations is None or self.allocations.wait_answered(timeout)
 
     def _recorded(self, now: float) -> Snapshot | None:
         """The recorded reading a replay is at (None for a live backend)."""
@@ -383,6 +428,8 @@ class Sampler:
         self.stop()
         if self._enricher is not None:
             self._enricher.close()
+        if self.allocations is not None:
+            self.allocations.close()
         if not self._backend_lock.acquire(timeout=LOCK_TIMEOUT_S):
             log.debug("a reading is hung in the backend; leaving it open")
             return

@@ -35,7 +35,10 @@ process counts are summed per Slurm job, pod and container on each GPU
 are Prometheus' own (a target's ``job`` would be renamed ``exported_job``). Usage since the
 exporter started (:mod:`gputui.core.usage`): ``gputui_gpu_energy_joules_total``,
 ``gputui_gpu_idle_seconds_total``, ``gputui_gpu_held_idle_seconds_total``,
-``gputui_gpu_observed_seconds_total`` and, with a price, ``gputui_node_idle_cost_per_hour``.
+``gputui_gpu_observed_seconds_total`` and, with a price, ``gputui_node_idle_cost_per_hour``. Who
+the scheduler allocated each GPU to, and whether it idles (``gputui_gpu_allocated``,
+``gputui_gpu_allocated_idle``, ``gputui_gpu_allocated_idle_seconds_total``,
+``gputui_allocation_idle_cost``, ``gputui_scheduler_up``): :mod:`gputui.export.allocation_series`.
 
 Probe metrics (achieved bandwidth and FLOP/s) are not exported: they arrive with the performance
 probe, which will add its own ``gputui_probe_*`` families here.
@@ -69,6 +72,7 @@ from gputui.core.model import (
 )
 from gputui.core.performance import LIMITER_WORDS
 from gputui.engine.sampler import Sampler
+from gputui.export.allocation_series import allocation_series
 from gputui.export.dcgm import (
     BARE_COUNTERS,
     DEFAULT_TOP_PROCESSES,
@@ -205,6 +209,7 @@ class GpuCollector(Collector):
         if stall is None:
             self._processes(out, snapshot)
             self._usage(out, snapshot)
+            allocation_series(out, snapshot)
             self._host(out, snapshot)
         yield from out
 

@@ -52,7 +52,9 @@ _SUMMED = frozenset(
     for source in q.SOURCES[key]
 )  # fmt: skip
 """Summed over MIG slices; every other field takes the slices' maximum."""
-_NODE_WIDE = frozenset({q.GPUTUI_INFO, q.GPUTUI_NODE_STATUS, q.GPUTUI_STALL, q.GPUTUI_FINDINGS})
+_NODE_WIDE = frozenset(
+    {q.GPUTUI_INFO, q.GPUTUI_NODE_STATUS, q.GPUTUI_STALL, q.GPUTUI_FINDINGS, q.GPUTUI_SCHEDULER_UP}
+)
 _VOCABULARY: dict[str, Vocabulary] = {
     **{name: "amd-dme" for name in q.AMD_FLEET_NAMES},
     **{name: "dcgm" for name in q.DCGM_NAMES},
@@ -112,6 +114,9 @@ class _Node:
     gputui: bool = False
     node_status: float | None = None
     stall: float | None = None
+    scheduler_up: float | None = None
+    """``gputui_scheduler_up``: 1 while a scheduler's allocations are read there (None: no
+    scheduler, or not ``gputui export``)."""
     findings: list[FleetFinding] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
     """Values of gputui's node-wide series that are no reading (the node is unknown)."""
@@ -252,6 +257,9 @@ def _node_wide(node: _Node, name: str, labels: Mapping[str, str], value: float) 
             node.stall = value
         else:
             node.bad.append(bad)
+    elif name == q.GPUTUI_SCHEDULER_UP:
+        if value in (0.0, 1.0):  # anything else says nothing (and is no health fault)
+            node.scheduler_up = max(node.scheduler_up or 0.0, value)
     elif name == q.GPUTUI_FINDINGS:
         bad = bad_value(name, value, 0, MAX_COUNT, "a count")
         if bad is not None:
@@ -374,8 +382,21 @@ def _node(
         reasons=tuple(reasons),
         driver_version=node.driver,
         stalled_s=node.stall,
+        allocated_idle_gpus=_allocated_idle(node, silent is not None),
         gpus=tuple(gpus),
         findings=tuple(sorted(node.findings, key=_finding_order)),
+    )
+
+
+def _allocated_idle(node: _Node, silent: bool) -> int | None:
+    """GPUs a scheduler allocated that do no work (``gputui_gpu_allocated_idle``), where the
+    node's exporter reads a scheduler that answers; None where nothing is known."""
+    if silent or not node.scheduler_up:
+        return None
+    return sum(
+        1
+        for gpu in node.gpus.values()
+        if gpu.current and (gpu.value(q.GPUTUI_ALLOCATED_IDLE) or 0.0) >= 1.0
     )
 
 

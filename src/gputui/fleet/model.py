@@ -101,6 +101,10 @@ class FleetNode:
     driver_version: str | None = None
     stalled_s: float | None = None
     """gputui's exporter: seconds the GPU library has not answered (0 or None: answering)."""
+    allocated_idle_gpus: int | None = None
+    """gputui's exporter: GPUs the scheduler (Slurm, Kubernetes) allocated that do no work; None
+    where no scheduler's allocations are read (dcgm-exporter, a node without one, or one whose
+    scheduler stopped answering)."""
     gpus: tuple[FleetGpu, ...] = ()
     findings: tuple[FleetFinding, ...] = ()
 

@@ -45,6 +45,7 @@ class FleetNodeOutput:
     memory_total_bytes: int | None
     power_w: float | None
     temperature_max_c: float | None
+    allocated_idle_gpus: int | None
     findings: tuple[FleetFinding, ...]
     gpus: tuple[FleetGpu, ...]
 
@@ -85,6 +86,7 @@ def node_output(node: FleetNode, now: float) -> FleetNodeOutput:
         memory_total_bytes=node.memory_total_bytes,
         power_w=node.power_w,
         temperature_max_c=node.temperature_max_c,
+        allocated_idle_gpus=node.allocated_idle_gpus,
         findings=node.findings,
         gpus=node.gpus,
     )

@@ -46,6 +46,8 @@ GPUTUI_NODE_STATUS = "gputui_node_health_status"
 GPUTUI_FINDINGS = "gputui_health_findings"
 GPUTUI_STALL = "gputui_backend_stall_seconds"
 GPUTUI_HOTSPOT = "gputui_gpu_hotspot_temperature_celsius"
+GPUTUI_ALLOCATED_IDLE = "gputui_gpu_allocated_idle"
+GPUTUI_SCHEDULER_UP = "gputui_scheduler_up"
 
 FLEET_KEYS: tuple[str, ...] = (
     "util",
@@ -85,6 +87,8 @@ GPUTUI_NAMES: tuple[str, ...] = (
     GPUTUI_FINDINGS,
     GPUTUI_STALL,
     GPUTUI_HOTSPOT,
+    GPUTUI_ALLOCATED_IDLE,
+    GPUTUI_SCHEDULER_UP,
 )
 """gputui's own series, read where a node runs ``gputui export``."""
 EXPORTER_NAMES: tuple[str, ...] = DCGM_NAMES + DCGM_47_NAMES + AMD_FLEET_NAMES

@@ -67,6 +67,7 @@ RULE_ACTIONS: dict[tuple[str, Severity], Action] = {
     ("other_processes", "fail"): "none",  # --require-idle: someone else's job, not a fault
     ("driver_cuda", "warn"): "watch",
     ("idle_memory", "warn"): "none",  # a person to ask, not a node to fix
+    ("allocated_idle", "warn"): "none",  # the job's or pod's owner to ask
     ("straggler", "warn"): "watch",
 }
 """Rule and severity -> action, where it differs from :data:`BY_SEVERITY`."""

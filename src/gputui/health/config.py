@@ -52,6 +52,9 @@ class HealthConfig:
     ``info``: a busy GPU is not an unhealthy one."""
     idle_memory_minutes: float = 10
     idle_memory_min_bytes: int = GIB
+    allocated_idle_minutes: float = 10
+    """A GPU the scheduler allocated that does no work is ``info`` at once, ``warn`` after this
+    many minutes (``allocated_idle``)."""
     current_user: str | None = field(default_factory=effective_user)
     own_pid: int | None = field(default_factory=os.getpid)
     """gputui's own process: a GPU context it holds itself is nobody else's use."""

@@ -512,6 +512,11 @@ class AttributionReader:
 
     # -- pods ------------------------------------------------------------------------------------
 
+    def pod_name(self, uid: str) -> tuple[str | None, str | None]:
+        """The pod's (name, namespace) as this node shows them (None: not shown)."""
+        pod = self._pod(uid)
+        return pod.name, pod.namespace
+
     def _pod(self, uid: str) -> _PodFacts:
         found = self._pods.get(uid)
         if found is None:

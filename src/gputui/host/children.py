@@ -58,6 +58,36 @@ def output(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str] | Non
     return proc.returncode, stdout
 
 
+def bounded_output(
+    proc: subprocess.Popen[str], timeout: float, max_chars: int
+) -> tuple[int, str, str] | None:
+    """The exit status, stdout and the start of stderr of a helper from :func:`start`, reading
+    at most ``max_chars`` of stdout (a scheduler's answer on a large cluster can be megabytes);
+    None when it did not end within ``timeout`` seconds, wrote more than that, or was stopped
+    meanwhile (then it is stopped)."""
+    timer = threading.Timer(max(timeout, 0.0), stop, (proc,))
+    timer.daemon = True
+    timer.start()
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        out = proc.stdout.read(max_chars + 1)
+        if len(out) > max_chars:
+            stop(proc)
+            return None
+        err = proc.stderr.read(4096)
+        proc.wait()
+    except (OSError, ValueError):
+        stop(proc)
+        return None
+    finally:
+        timer.cancel()
+        with _lock:
+            _running.discard(proc)
+    if proc.returncode is None or proc.returncode < 0:  # killed (the timer, or stop)
+        return None
+    return proc.returncode, out, err
+
+
 def stop(proc: subprocess.Popen[str], wait_s: float = STOP_WAIT_S) -> None:
     """Kill the helper's process group and wait up to ``wait_s`` for the helper to end."""
     if proc.returncode is None:  # not reaped yet: its PID (the group's id) is still its own
@@ -80,4 +110,4 @@ def stop_all() -> None:
 
 atexit.register(stop_all)
 
-__all__ = ["STOP_WAIT_S", "output", "start", "stop", "stop_all"]
+__all__ = ["STOP_WAIT_S", "bounded_output", "output", "start", "stop", "stop_all"]

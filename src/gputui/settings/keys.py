@@ -269,6 +269,16 @@ KEYS: tuple[Key, ...] = (
         commands=_HEALTH_USERS,
     ),
     Key(
+        "health.allocated_idle_minutes",
+        "number",
+        _HEALTH.allocated_idle_minutes,
+        "a GPU the scheduler allocated (Slurm, Kubernetes) that does no work warns after this "
+        "many minutes",
+        low=0,
+        high=10080,
+        commands=_HEALTH_USERS,
+    ),
+    Key(
         "health.straggler_pct",
         "number",
         _HEALTH.straggler_pct,

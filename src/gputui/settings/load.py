@@ -87,6 +87,7 @@ def load_settings(
         health=HealthSettings(
             idle_memory_minutes=cast(float, values["health.idle_memory_minutes"]),
             idle_memory_min_bytes=cast(int, values["health.idle_memory_min_bytes"]),
+            allocated_idle_minutes=cast(float, values["health.allocated_idle_minutes"]),
             straggler_pct=cast(float, values["health.straggler_pct"]),
             straggler_seconds=cast(float, values["health.straggler_seconds"]),
             xid_window_hours=cast(float, values["health.xid_window_hours"]),

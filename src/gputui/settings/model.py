@@ -33,6 +33,7 @@ class HealthSettings:
 
     idle_memory_minutes: float = _health_default("idle_memory_minutes")
     idle_memory_min_bytes: int = _health_default("idle_memory_min_bytes")
+    allocated_idle_minutes: float = _health_default("allocated_idle_minutes")
     straggler_pct: float = _health_default("straggler_pct")
     straggler_seconds: float = _health_default("straggler_seconds")
     xid_window_hours: float = DEFAULT_XID_WINDOW_HOURS
@@ -48,6 +49,7 @@ class HealthSettings:
             ignore=self.ignore,
             idle_memory_minutes=self.idle_memory_minutes,
             idle_memory_min_bytes=self.idle_memory_min_bytes,
+            allocated_idle_minutes=self.allocated_idle_minutes,
             xid_window_hours=self.xid_window_hours or None,
             straggler_pct=self.straggler_pct,
             straggler_seconds=self.straggler_seconds,

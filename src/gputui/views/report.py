@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from gputui.core.allocation import STATE_WORDS, device_text, owner_text
 from gputui.core.command_text import command_text
 from gputui.core.format import (
     NA,
@@ -109,6 +110,8 @@ def render_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
             lines += ["", *render_usage(snapshot, width)]
         elif (idle := _idle_now(snapshot, glance=True)) is not None:
             lines += ["", *wrap_text(idle, width or 0, indent="  ")]
+    if snapshot.schedulers:
+        lines += ["", *render_allocations(snapshot, width)]
     lines.append("")
     note = namespace_note(snapshot.node.pid_namespace)  # why no user or command, once
     if note is not None:
@@ -392,6 +395,32 @@ def _idle_now(snapshot: Snapshot, *, glance: bool = False) -> str | None:
         if usage.idle_cost is not None and not glance:
             text += f" ({fmt_money(usage.idle_cost)} idle so far)"
     return text
+
+
+def render_allocations(snapshot: Snapshot, width: int | None = None) -> list[str]:
+    """Each scheduler's state, then who holds each GPU and whether it works (free GPUs on one
+    line): see :mod:`gputui.core.allocation`."""
+    lines = []
+    for s in snapshot.schedulers:
+        name = "Slurm" if s.scheduler == "slurm" else "Kubernetes"
+        lines.append(f"{name}: {s.state}" + (f" ({s.message})" if s.message else ""))
+    held = [a for a in snapshot.allocations if a.state != "free"]
+    rows = [
+        [
+            "-" if a.gpu_index is None else str(a.gpu_index),
+            device_text(a),
+            clip(owner_text(a), WORKLOAD_WIDTH),
+            STATE_WORDS[a.state],
+            fmt_duration(a.idle_for(snapshot.timestamp)) if a.idle else "",
+        ]
+        for a in held
+    ]
+    if rows:
+        lines += text_table(("GPU", "DEVICE", "HELD BY", "STATE", "IDLE"), rows, width=width)
+    free = [str(a.gpu_index) for a in snapshot.allocations if a.state == "free"]
+    if free:
+        lines.append(f"Free (not allocated): GPU {', '.join(free)}")
+    return lines
 
 
 def render_check(result: CheckResult) -> str:

@@ -144,6 +144,7 @@ def static_info(calls: NvmlCalls, gpu: NvmlGpu) -> GpuInfo:
         virtualization_mode=attachment.virtualization_mode,
         fabric_state=attachment.fabric_state,
         fabric_error=attachment.fabric_error,
+        minor_number=to_int(q("minor_number", "nvmlDeviceGetMinorNumber", h)),
     )
 
 

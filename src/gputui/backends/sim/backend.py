@@ -511,4 +511,5 @@ def _info(g: GpuPlan) -> GpuInfo:
         persistence_mode=m.persistence,
         vbios_version=m.vbios,
         serial=g.serial,
+        minor_number=g.index if m.vendor == "nvidia" else None,  # /dev/nvidiaN, as on a real node
     )

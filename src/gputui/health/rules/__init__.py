@@ -6,12 +6,14 @@ dashboard colours too live in :mod:`gputui.health.levels`.
 The rules live by subject: :mod:`.node` (driver, GPUs lost or missing), :mod:`.events` (XIDs and
 other events; :mod:`.aging` says when a kernel-log XID is history), :mod:`.memory` (ECC, retired
 pages, row remapping), :mod:`.clocks` (slowdowns, power, temperature, persistence),
-:mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`; what they read is
+:mod:`.links` (PCIe, NVLink / XGMI), :mod:`.processes`, :mod:`.allocations` (GPUs a scheduler
+allocated that do no work); what they read is
 :class:`.context.RuleContext`.
 """
 
 from __future__ import annotations
 
+from gputui.health.rules.allocations import rule_allocated_idle
 from gputui.health.rules.clocks import (
     rule_persistence_mode,
     rule_power_limit,
@@ -126,6 +128,11 @@ RULES: dict[str, tuple[RuleFn, str]] = {
     "idle_memory": (
         rule_idle_memory,
         "info after 1 min, warn after idle_memory_minutes: memory held with no utilization",
+    ),
+    "allocated_idle": (
+        rule_allocated_idle,
+        "info while a GPU the scheduler allocated (Slurm, Kubernetes) does no work, warn after "
+        "allocated_idle_minutes: its owner and idle cost",
     ),
 }
 """Rule id -> (rule, one-line description)."""

@@ -31,6 +31,7 @@ from textual.containers import Container, Horizontal
 from textual.screen import Screen
 from textual.widgets import Input, Label, Static
 
+from gputui.core.allocation_text import gpu_tag, idle_owners
 from gputui.core.history import History
 from gputui.core.model import NodeInfo, ProcessSample, Snapshot
 from gputui.core.usage import idle_forms
@@ -267,7 +268,7 @@ class DashboardScreen(Screen[None]):
                 timestamp=shown_at,
                 health=node_summary(findings) if health else None,
                 stale_s=None if stall is None else max(snapshot.timestamp - stall.since, 0.0),
-                idle=idle_forms(snapshot.usage),
+                idle=_idle_with_owners(snapshot),
             )
             self.set_class(stall is not None, "-stale")
             panels = self.panels
@@ -276,6 +277,9 @@ class DashboardScreen(Screen[None]):
                 if panel is not None:
                     if health:  # drawn by update_sample's rebuild, with the new reading
                         panel.health = gpu_status(findings, sample.index, active_only=True)
+                    panel.allocation = gpu_tag(
+                        snapshot.allocations, sample.index, snapshot.timestamp
+                    )
                     panel.update_sample(sample)
             self.host_strip.update_host(snapshot.host)
             # The strip takes a line from the process table only while something is wrong;
@@ -510,3 +514,13 @@ class DashboardScreen(Screen[None]):
 
 
 __all__ = ["TOO_SMALL_TEXT", "DashboardScreen", "Layout", "choose_layout", "table_lines"]
+
+
+def _idle_with_owners(snapshot: Snapshot) -> tuple[str, ...]:
+    """The title bar's idle text, longest first (it takes the longest that fits): the idle
+    GPUs, with the jobs and pods that hold idle GPUs in the longest form."""
+    forms = idle_forms(snapshot.usage)
+    owners = idle_owners(snapshot.allocations, snapshot.timestamp)
+    if not owners:
+        return forms
+    return (f"{forms[0]} · {owners}", *forms) if forms else (owners,)

@@ -92,6 +92,7 @@ from gputui.tui.widgets.line_widget import (
     SELECTED,
     TITLE,
     VALUE,
+    WARN,
     Line,
     LineBuilder,
     LineWidget,
@@ -131,6 +132,9 @@ class GpuPanel(LineWidget):
         self.form = "auto"
         """``"charts"``: from 10 lines, bars and charts (the dashboard's big-terminal layout);
         ``"auto"``: the form follows the height (see the module)."""
+        self.allocation: tuple[str, bool] = ("", False)
+        """Who the scheduler allocated the GPU to, and whether it idles
+        (:func:`gputui.core.allocation_text.gpu_tag`): drawn on the bottom border."""
 
     # -- data in -----------------------------------------------------------------------------------
 
@@ -266,6 +270,9 @@ class GpuPanel(LineWidget):
                 extras.append(throttle_pieces(calm))
         if self.info.mig_enabled and self.info.mig_devices:
             extras.append([(mig_summary(self.info.mig_devices), VALUE)])
+        tag, idle = self.allocation
+        if tag:  # who holds it comes before the details
+            extras.insert(0, [(sanitize(tag), WARN if idle else LABEL)])
         inner = (
             fit_faults(head, faults, extras, width - 6, " · ") if head or faults or extras else []
         )
