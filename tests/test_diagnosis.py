@@ -246,3 +246,13 @@ async def test_the_process_detail_says_why_its_gpu_is_slow() -> None:
         await pilot.pause()
         info = str(screen.query_one("#detail-info").render())
         assert "GPU speed" in info and "HW thermal" in info and "% of max" in info
+
+
+def test_the_findings_screen_says_what_to_do() -> None:
+    from gputui.core.model import Finding
+    from gputui.tui.screens.findings import finding_prompt
+
+    f = Finding("xid", "fail", "XID 48 on GPU 2", "reset the GPU", gpu_index=2, action="reset_gpu")
+    assert "→ reset_gpu · reset the GPU" in finding_prompt(f, 100).plain
+    quiet = Finding("other_processes", "info", "GPU 0: 1 process", "", gpu_index=0)
+    assert "→" not in finding_prompt(quiet, 100).plain  # nothing to do, nothing said

@@ -52,6 +52,7 @@ def _signature(f: Finding) -> tuple[object, ...]:
         f.gpu_index,
         f.message,
         f.hint,
+        f.action,
         f.first_seen,
         f.active,
         None if f.active else f.last_seen,
@@ -87,9 +88,19 @@ def finding_prompt(f: Finding, width: int = 0) -> Content:
         body += [("  ", ""), (cleared, "$text-success italic")]
     room = width - HINT_INDENT - 1
     parts = [*head, *_indented(body, room, HINT_INDENT)]
+    todo: list[Styled] = []
+    if f.action != "none":  # what to do, one word from one vocabulary (health/actions.py)
+        todo += [
+            ("→ ", "$text-muted"),
+            (f.action, "bold"),
+            (" · " if f.hint else "", "$text-muted"),
+        ]
+    elif f.hint:
+        todo.append(("→ ", "$text-muted"))
     if f.hint:
-        hint = [("→ " + sanitize(f.hint), "$text-muted")]
-        parts += ["\n", " " * HINT_INDENT, *_indented(hint, room, HINT_INDENT + 2)]
+        todo.append((sanitize(f.hint), "$text-muted"))
+    if todo:
+        parts += ["\n", " " * HINT_INDENT, *_indented(todo, room, HINT_INDENT + 2)]
     return Content.assemble(*parts)
 
 
