@@ -256,3 +256,20 @@ def test_the_findings_screen_says_what_to_do() -> None:
     assert "→ reset_gpu · reset the GPU" in finding_prompt(f, 100).plain
     quiet = Finding("other_processes", "info", "GPU 0: 1 process", "", gpu_index=0)
     assert "→" not in finding_prompt(quiet, 100).plain  # nothing to do, nothing said
+
+
+async def test_the_roomy_panel_has_a_speed_line(sim_sampler) -> None:  # type: ignore[no-untyped-def]
+    """One GPU's node at 120x40 draws the roomy panel: its Speed line is the limiter's."""
+    from gputui.tui.app import GpuTuiApp
+    from gputui.tui.messages import SnapshotReady
+
+    sampler = sim_sampler("rtx4090", polls=3)
+    app = GpuTuiApp(sampler, start_sampler=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_message(SnapshotReady(sampler.latest))
+        await pilot.pause()
+        panel = app.dashboard.panels[0]
+        text = "\n".join(panel.plain_lines)
+    sample = sampler.latest.gpus[0]
+    assert sample.performance is not None
+    assert "Speed" in text and sample.performance.text[:20] in text

@@ -524,6 +524,8 @@ class GpuPanel(LineWidget):
             labelled("ECC", ecc),
             labelled("Throttle", throttle_pieces(s.throttle_reasons, long=True)),
         ]
+        if s.performance is not None:  # why it is as fast as it is (health/performance.py)
+            metrics.append(labelled("Speed", [(sanitize(s.performance.text), VALUE)]))
         video = self._extra_items(s)
         if video:
             metrics.append(labelled("Video", video[0]))
