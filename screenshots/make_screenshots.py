@@ -26,6 +26,7 @@ SHOTS: tuple[tuple[str, str, tuple[int, int], tuple[str, ...]], ...] = (
     ("mi300x", "mi300x", (120, 40), ()),
     ("mig-node", "mig", (120, 40), ()),
     ("topology", "dgx-h100", (120, 40), ("t",)),
+    ("straggler", "straggler", (120, 40), ()),
 )
 WARM_UP_POLLS = 120
 
