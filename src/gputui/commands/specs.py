@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
@@ -13,29 +12,10 @@ from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
 from gputui.specs import SpecMatch, all_names, find_models, load_specs, lookup, scaled_peaks
 from gputui.specs.hostlinks import host_link_for
 
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
-
 
 @dataclass(frozen=True, slots=True)
 class SpecsOptions:
     name: str | None = None
-
-
-def add_parser(commands: SubParsers) -> None:
-    specs = commands.add_parser(
-        "specs",
-        help="print the GPU spec table, or one GPU's spec row, and exit",
-        description="Print the built-in GPU spec table (dense peaks; FP16/BF16/FP8 with FP32 "
-        "accumulate), or with NAME the row that name matches, as a driver reports it "
-        "(e.g. 'NVIDIA H100 80GB HBM3'). Exit 2 when NAME matches no row.",
-    )
-    specs.add_argument(
-        "name",
-        nargs="?",
-        metavar="NAME",
-        help="a GPU name as NVML/AMD-SMI report it, or a model name from `gputui specs`",
-    )
 
 
 def options(args: argparse.Namespace, common: Common) -> SpecsOptions:
@@ -132,4 +112,4 @@ def run(options: SpecsOptions) -> int:
     return EXIT_OK
 
 
-__all__ = ["SpecsOptions", "add_parser", "options", "run"]
+__all__ = ["SpecsOptions", "options", "run"]
