@@ -227,38 +227,3 @@ def test_listeners_see_every_snapshot_and_a_failing_one_is_dropped() -> None:
     sampler.remove_listener(seen.append)
     sampler.poll()
     assert len(seen) == 2
-
-
-def test_a_prefetched_reading_is_the_first_and_the_thread_reads_next_an_interval_later() -> None:
-    """The dashboard's start: the first reading runs while the UI is imported; taken when done,
-    it is the latest (drawn in the first frame), and the polling thread does not read again at
-    once."""
-    backend = CountingBackend(poll_seconds=0.05)
-    sampler = Sampler(backend, interval=0.5, node=backend.open())
-    sampler.prefetch()
-    sampler.prefetch()  # one reading, however often asked
-    deadline = time.monotonic() + 5.0
-    while (first := sampler.take_prefetched()) is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert first is not None and sampler.latest is first
-    assert len(backend.reads) == 1 and len(sampler.history.timestamps()) == 1
-    got: list[float] = []
-    polled = threading.Event()
-    started = time.monotonic()
-    sampler.start(lambda snapshot: (got.append(time.monotonic() - started), polled.set()))
-    assert polled.wait(5.0)
-    sampler.stop()
-    assert got[0] >= 0.3  # one interval after the prefetched reading, not at once
-    assert len(backend.reads) == 2
-
-
-def test_a_prefetched_reading_still_going_is_the_polling_threads_first() -> None:
-    backend = CountingBackend(poll_seconds=0.3)
-    sampler = Sampler(backend, interval=60.0, node=backend.open())
-    sampler.prefetch()
-    assert sampler.take_prefetched() is None  # not done yet: the UI starts without it
-    got = threading.Semaphore(0)
-    sampler.start(lambda snapshot: got.release())
-    assert got.acquire(timeout=5.0)
-    sampler.stop()
-    assert len(backend.reads) == 1  # the thread waited for it rather than reading again

@@ -66,7 +66,6 @@ def run(options: DashboardOptions) -> int:
         return snapshot.run(snapshot.SnapshotOptions(spec, seed=seed, settings=options.settings))
     from gputui.tui.app import GpuTuiApp
 
-    session.sampler.take_prefetched()  # read while the UI was imported: in the first frame
     app = GpuTuiApp(session.sampler, settings=options.settings)
     if app.theme_problem is not None:
         error(app.theme_problem)
@@ -98,7 +97,6 @@ def _open_while_importing_the_tui(
             defer_topology=True,
             on_wait=status.update,
             settings=settings,
-            prefetch=True,
         )
     finally:
         status.clear()

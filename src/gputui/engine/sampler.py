@@ -184,12 +184,6 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listeners: list[SnapshotCallback] = []
-        self._prefetched: _Pending | None = None
-        """The reading :meth:`prefetch` started, until a poll or :meth:`take_prefetched` takes
-        it."""
-        self._first_due: float | None = None
-        """When the polling thread reads first (monotonic), after a prefetched reading was shown;
-        None: at once."""
 
     @property
     def deadline(self) -> float:
@@ -218,16 +212,14 @@ class Sampler:
 
         Without ``deadline`` the reading runs on the calling thread. With one, it runs on the
         reading thread and a backend that has not answered within ``deadline`` seconds gives a
-        snapshot marked with a :class:`Stall` (see the module docstring). A reading started by
-        :meth:`prefetch` and not yet taken is this one (waited for, with ``deadline``)."""
+        snapshot marked with a :class:`Stall` (see the module docstring)."""
         if self.node is None:
             self.open()
-        prefetched, self._prefetched = self._prefetched, None
-        if deadline is None and prefetched is None:
+        if deadline is None:
             snapshot = self._read_locked()
         else:
-            pending = prefetched if prefetched is not None else self._reading.submit(self.clock())
-            if pending.done.wait() if deadline is None else self._wait(pending, deadline):
+            pending = self._reading.submit(self.clock())
+            if self._wait(pending, deadline):
                 if pending.error is not None:
                     raise pending.error
                 assert pending.result is not None
@@ -235,26 +227,6 @@ class Sampler:
             else:
                 snapshot = self._stalled(pending)
         return self._publish(snapshot)
-
-    def prefetch(self) -> None:
-        """Start a reading now on the reading thread and return at once: the dashboard opens the
-        backend and takes its first reading while it imports its UI, and draws that reading in
-        its first frame (:meth:`take_prefetched`). The next :meth:`poll` takes this reading (it
-        waits for it, with its deadline) instead of starting another."""
-        if self.node is None or self._prefetched is not None:
-            return
-        self._prefetched = self._reading.submit(self.clock())
-
-    def take_prefetched(self) -> Snapshot | None:
-        """The :meth:`prefetch`-ed reading, published as the latest, if it is done (None when it
-        is still being read, or failed: the polling thread's first poll then takes it). The
-        polling thread then reads next one interval after it."""
-        pending = self._prefetched
-        if pending is None or not pending.done.is_set() or pending.result is None:
-            return None
-        self._prefetched = None
-        self._first_due = pending.started + self.interval
-        return self._publish(pending.result)
 
     def _wait(self, pending: _Pending, deadline: float) -> bool:
         """Wait until ``deadline`` seconds after the reading started (not after this call: a
@@ -444,11 +416,6 @@ class Sampler:
 
     def _run(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback | None) -> None:
         next_due = time.monotonic()
-        first_due, self._first_due = self._first_due, None
-        if first_due is not None and first_due > next_due:  # a prefetched reading was shown
-            self._wake.wait(first_due - next_due)
-            self._wake.clear()
-            next_due = time.monotonic()
         while not self._stop.is_set():
             try:
                 snapshot = self.poll(deadline=self.deadline)

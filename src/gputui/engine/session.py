@@ -123,7 +123,6 @@ def open_session(
     open_timeout: float | None = DEFAULT_TIMEOUT_S,
     on_wait: Callable[[float], None] | None = None,
     settings: Settings | None = None,
-    prefetch: bool = False,
 ) -> Session:
     """Open ``spec`` (a string: see :meth:`BackendSpec.parse`) and a sampler over it.
 
@@ -139,8 +138,7 @@ def open_session(
     The backend opens on a thread of its own; past ``open_timeout`` seconds (more for a cold
     open that makes progress, see :func:`gputui.engine.opening.open_deadline`; None: no limit; a
     replay has none) this raises :class:`DriverNotAnswering`. ``on_wait(seconds so far)`` runs on
-    the calling thread while it waits, first at once. ``prefetch`` starts the first reading as
-    soon as the backend is open, while ``on_wait`` goes on (:meth:`Sampler.prefetch`).
+    the calling thread while it waits, first at once.
     """
     if isinstance(spec, str):
         spec = BackendSpec.parse(spec)
@@ -150,28 +148,21 @@ def open_session(
         _open_backend, spec, seed=seed, defer_topology=defer_topology, progress=progress
     )
     limit = None if spec.replayed else open_timeout  # a recording is a file, not a driver
-
-    def opened() -> Sampler:  # on the opening thread
-        backend, node = open_it()
-        sampler = sampler_for(
-            backend,
-            node,
-            interval=interval,
-            slow_interval=slow_interval,
-            clock=clock,
-            health=health,
-            judge=judge,
-            deadline=deadline,
-            settings=settings,
-        )
-        if prefetch:
-            sampler.prefetch()
-        return sampler
-
     try:
-        sampler = Opening(opened, timeout=limit, progress=progress).wait(on_wait)
+        backend, node = Opening(open_it, timeout=limit, progress=progress).wait(on_wait)
     except OpenTimedOut as exc:
         raise DriverNotAnswering(spec, exc.allowed_s) from None
+    sampler = sampler_for(
+        backend,
+        node,
+        interval=interval,
+        slow_interval=slow_interval,
+        clock=clock,
+        health=health,
+        judge=judge,
+        deadline=deadline,
+        settings=settings,
+    )
     return Session(spec, sampler)
 
 

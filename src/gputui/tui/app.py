@@ -243,10 +243,9 @@ class GpuTuiApp(App[None]):
         self.dashboard.show_interval(self.sampler.interval)
         if self.replay is not None:
             self.show_replay_status()
-        if self.latest is not None and not self.paused:
-            # Drawn in the dashboard's first frame (a reading taken while the UI was imported,
-            # or a test's): shown as the dashboard mounts, after its own set-up.
-            self.dashboard.show_at_mount(self.latest)
+        if self.latest is not None:
+            # After the first refresh, when every widget (the process table too) is mounted.
+            self.call_after_refresh(self._show_latest)
         if self.start_sampler:
             # The thread polls at once: the first frame shows "waiting for first reading"
             # and the panels fill in as soon as the first snapshot arrives.

@@ -164,8 +164,6 @@ class DashboardScreen(Screen[None]):
         self.layout_choice: Layout | None = None
         self.shown: Snapshot | None = None
         self._pending: Snapshot | None = None
-        self._first: Snapshot | None = None
-        """What :meth:`show_at_mount` was given before the screen was mounted."""
         self.latest: Snapshot | None = None
         """The newest reading given to :meth:`apply`, drawn or not."""
         self.paused = False
@@ -216,17 +214,6 @@ class DashboardScreen(Screen[None]):
         self._show_pid_note()
         self._relayout(self.app.size.width, self.app.size.height)
         self.process_table.focus()
-        first, self._first = self._first, None
-        if first is not None:
-            self.apply(first)
-
-    def show_at_mount(self, snapshot: Snapshot) -> None:
-        """Show ``snapshot`` in the first frame: applied at the end of :meth:`on_mount` (the
-        widgets mounted and set up), or now when the screen is mounted already."""
-        if self.is_mounted:
-            self.apply(snapshot)
-        else:
-            self._first = snapshot
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout(event.size.width, event.size.height)
