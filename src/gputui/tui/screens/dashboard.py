@@ -194,6 +194,12 @@ class DashboardScreen(Screen[None]):
         self._grid = Container(*self.panels.values(), id="gpus")
 
     def compose(self) -> ComposeResult:
+        # Set up before the widgets are mounted: their styles are then worked out once, with
+        # the layout's class on the screen, not again for every widget when it changes.
+        self.filter_bar.display = False
+        self.filter_footer.display = False
+        self.findings_strip.display = False
+        self._relayout(self.app.size.width, self.app.size.height)
         yield MeterPalette()
         yield self.title_bar
         with Container(id="main"):
@@ -208,9 +214,6 @@ class DashboardScreen(Screen[None]):
         yield self.key_footer
 
     def on_mount(self) -> None:
-        self.filter_bar.display = False
-        self.filter_footer.display = False
-        self.findings_strip.display = False
         self._show_pid_note()
         self._relayout(self.app.size.width, self.app.size.height)
         self.process_table.focus()
