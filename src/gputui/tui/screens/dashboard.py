@@ -189,6 +189,7 @@ class DashboardScreen(Screen[None]):
         self.pid_note = Static("", id="pid-note", markup=False)
         """Why the processes show host PIDs only (gputui in a container); hidden otherwise."""
         self._pid_note_for: NodeInfo | None = None
+        self._pid_note: str | None = None
         self._signal_offered = True
         self.too_small = Static(TOO_SMALL_TEXT, id="too-small", markup=False)
         self._grid = Container(*self.panels.values(), id="gpus")
@@ -303,7 +304,9 @@ class DashboardScreen(Screen[None]):
         self._pid_note_for = self.node
         note = namespace_note(self.node.pid_namespace)
         self.pid_note.display = note is not None
-        self.pid_note.update(note or "")
+        if note != self._pid_note:  # Static.update relayouts the screen, even with the same text
+            self._pid_note = note
+            self.pid_note.update(note or "")
 
     def on_screen_resume(self) -> None:
         pending = self._pending
