@@ -82,6 +82,7 @@ class SpanChopsUpdate(ChopsUpdate):
         links: list[tuple[int, int, Style, str]] = []
         chops = self.chops
         chop_ends = self.chop_ends
+        state_of = _sgr_state
         for y, x1, x2 in self.spans:
             line = chops[y]
             ends = chop_ends[y]
@@ -96,11 +97,11 @@ class SpanChopsUpdate(ChopsUpdate):
                 for text, style, _ in segments:
                     if not text:
                         continue
-                    next_x = x + (len(text) if one_cell_each(text) else cell_len(text))
+                    next_x = x + (len(text) if text.isascii() else cell_len(text))
                     if style is not None and style.link:
                         links.append((y, x, style, text))
                     else:
-                        key = _sgr_state(style, color_system)
+                        key = state_of(style, color_system)
                         pieces = groups.get(key)
                         if pieces is None:
                             pieces = groups[key] = []
@@ -115,11 +116,12 @@ class SpanChopsUpdate(ChopsUpdate):
             for y, x, next_x, text in pieces:
                 if y != cursor_y or x != cursor_x:
                     append(_move(cursor_y, cursor_x, y, x))
-                if new != state:
+                if new is not state:
                     append(_transition(state, new))
                     state = new
                 append(text)
-                cursor_y, cursor_x = y, next_x
+                cursor_y = y
+                cursor_x = next_x
         for y, x, style, text in links:
             # Hyperlinks: Textual's own rendering, from a clean state.
             append(f"\x1b[{y + 1};{x + 1}H")
@@ -148,23 +150,23 @@ def _move(from_y: int, from_x: int, y: int, x: int) -> str:
 
 
 def _crop(strip: Strip, start: int, end: int) -> Iterable[Segment]:
-    """The segments of cells ``start``..``end`` of ``strip``. Cut by string index when every
-    character is one cell wide (no Strip is built: a Strip costs seven caches); else
-    :meth:`Strip.crop`."""
-    if not all(one_cell_each(segment.text) for segment in strip):
-        return strip.crop(start, end)
+    """The segments of cells ``start``..``end`` of ``strip``. Cut by string index while every
+    character up to ``end`` is one cell wide (no Strip is built: a Strip costs seven caches; the
+    segments past ``end`` are not looked at); else :meth:`Strip.crop`."""
     out: list[Segment] = []
     x = 0
     for segment in strip:
+        if x >= end:
+            break
         text = segment.text
+        if not (text.isascii() or one_cell_each(text)):
+            return strip.crop(start, end)
         next_x = x + len(text)
-        if next_x > start and x < end:
+        if next_x > start:
             if x < start or next_x > end:
                 text = text[max(start - x, 0) : end - x]
                 segment = Segment(text, segment.style, segment.control)
             out.append(segment)
-        elif x >= end:
-            break
         x = next_x
     return out
 
