@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """gputui next to nvitop on the same NVML node, in one run.
 
-Each round runs every tool once in the same pseudo-terminal set-up as ``bench_tui.py`` (first
-frame, CPU % of one core, terminal bytes/s, peak RSS), one after the other, so that the noise of
-this machine at that moment touches them alike; the figures printed are medians over the rounds,
-and the CPU ratio is taken round by round (gputui's CPU / nvitop's in the same round).
+Both tools refresh at the same ``--interval`` (2 s by default, nvitop's own default) in a
+``--size`` pty (120x40 by default). Each round runs every tool once in the same pseudo-terminal
+set-up as ``bench_tui.py`` (first frame, CPU % of one core, terminal bytes/s, peak RSS), one after
+the other, so that the noise of this machine at that moment touches them alike; the figures
+printed are medians over the rounds, and the ratios to nvitop are taken round by round (a tool's
+figure over nvitop's in the same round), then their median.
 
 With the simulated NVML library (``shared/fakenvml``; point ``--nvml-lib`` at the directory that
 holds its ``libnvidia-ml.so.1``), every NVML call each tool makes during the measurement window is
@@ -13,6 +15,12 @@ On a real driver the call counts are left out.
 
     python benchmarks/bench_compare.py --nvml-lib /path/to/fakenvml/build --nvitop /venv/bin/nvitop
     python benchmarks/bench_compare.py --rounds 5 --seconds 30 --json
+    python benchmarks/bench_compare.py ... --gputui-before /path/to/old/src   # before/after
+
+``--gputui-before SRC`` adds a third tool, gputui run with ``PYTHONPATH=SRC`` (an older
+checkout's ``src``), measured in the same rounds, so a change is compared with what it changes
+under the same noise. ``--baseline`` adds the trivial Textual app of ``bench_tui.py`` (what
+Textual alone costs to start and to keep).
 
 Targets (issue figures): CPU <= 0.8 x nvitop's at its default refresh, first frame <= 0.4 s,
 <= 20 NVML calls per GPU per second, <= 3 KB/s at 120x40, RSS <= 60 MB.
@@ -40,6 +48,8 @@ class Tool:
     name: str
     command: list[str]
     marker: str
+    pythonpath: str | None = None
+    """``PYTHONPATH`` for this tool's runs (None: as this process has it)."""
     runs: list[bench_tui.RunResult] = field(default_factory=list)
     calls_per_gpu_s: list[float] = field(default_factory=list)
 
@@ -83,7 +93,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--settle", type=float, default=3.0)
     p.add_argument("--size", type=bench_tui._size, default=(120, 40))
     p.add_argument("--gpus", type=int, default=8, help="GPUs on the node (for calls per GPU)")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=2.0,
+        help="refresh interval in seconds, passed to both tools (default 2, nvitop's default)",
+    )
     p.add_argument("--gputui-args", default="", help="extra arguments for gputui")
+    p.add_argument(
+        "--gputui-before",
+        metavar="SRC",
+        help="also run gputui with PYTHONPATH=SRC (an older checkout's src) in the same rounds",
+    )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also run the trivial Textual app of bench_tui.py (Textual's own cost)",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--no-warmup",
@@ -107,17 +133,18 @@ def run_args(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    tools = [
-        Tool(
-            "gputui",
-            [args.python, "-m", "gputui", *args.gputui_args.split()],
-            "gputui",
-        )
-    ]
+    interval = ["--interval", f"{args.interval:g}"]
+    gputui = [args.python, "-m", "gputui", *interval, *args.gputui_args.split()]
+    tools = [Tool("gputui", gputui, "gputui")]
+    if args.gputui_before:
+        before = str(Path(args.gputui_before).resolve())
+        tools.append(Tool("before", gputui, "gputui", pythonpath=before))
     if args.nvitop:
-        tools.append(Tool("nvitop", [args.nvitop], "NVITOP"))
+        tools.append(Tool("nvitop", [args.nvitop, *interval], "NVITOP"))
     else:
         print("nvitop not found (--nvitop PATH): measuring gputui alone", file=sys.stderr)
+    if args.baseline:
+        tools.append(Tool("textual", [args.python, "-c", bench_tui.BASELINE_APP], "baseline"))
     trace_dir = Path(tempfile.mkdtemp(prefix="bench-compare-"))
     saved = dict(os.environ)
     try:
@@ -128,12 +155,23 @@ def main(argv: list[str] | None = None) -> int:
         # As on a user's machine: Python caches compiled bytecode (a shell that sets
         # PYTHONDONTWRITEBYTECODE would make every start compile gputui from source).
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        pythonpath = os.environ.get("PYTHONPATH")
+
+        def use_pythonpath(tool: Tool) -> None:
+            path = tool.pythonpath if tool.pythonpath is not None else pythonpath
+            if path is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = path
+
         if not args.no_warmup:
             for tool in tools:
                 print(f"warm-up: {tool.name} ...", file=sys.stderr)
+                use_pythonpath(tool)
                 bench_tui.run_once(tool.command, run_args(args, tool.marker, None, seconds=1.0))
         for round_no in range(args.rounds):
             for tool in tools:
+                use_pythonpath(tool)
                 counter = None
                 if args.nvml_lib:
                     trace = trace_dir / f"{tool.name}-{round_no}.log"
@@ -167,6 +205,7 @@ def summarise(tools: list[Tool], args: argparse.Namespace) -> dict[str, object]:
         "size": f"{args.size[0]}x{args.size[1]}",
         "seconds": args.seconds,
         "rounds": args.rounds,
+        "interval": args.interval,
         "nvml": "simulated" if args.nvml_lib else "driver",
         "loadavg": os.getloadavg(),
         "tools": {},
@@ -175,21 +214,35 @@ def summarise(tools: list[Tool], args: argparse.Namespace) -> dict[str, object]:
     for tool in tools:
         per_tool[tool.name] = {
             "first_frame_s": _median([r.first_frame_s for r in tool.runs]),
+            "first_quiet_frame_s": _median([r.first_quiet_frame_s for r in tool.runs]),
             "cpu_pct": _median([r.cpu_pct for r in tool.runs]),
             "bytes_per_s": _median([r.bytes_per_s for r in tool.runs]),
             "peak_rss_mb": _median([r.peak_rss_mb for r in tool.runs]),
             "nvml_calls_per_gpu_s": _median(list(tool.calls_per_gpu_s)),
         }
     out["tools"] = per_tool
-    if len(tools) == 2:
-        ratios = [
-            a.cpu_pct / b.cpu_pct
-            for a, b in zip(tools[0].runs, tools[1].runs, strict=True)
-            if a.cpu_pct is not None and b.cpu_pct
-        ]
-        out["cpu_ratio_gputui_to_nvitop"] = statistics.median(ratios) if ratios else None
-        out["cpu_ratios_by_round"] = ratios
+    by_name = {tool.name: tool for tool in tools}
+    if "nvitop" in by_name:
+        out["ratios_to_nvitop"] = {
+            tool.name: {key: _round_ratios(tool, by_name["nvitop"], key) for key in RATIO_KEYS}
+            for tool in tools
+            if tool.name in ("gputui", "before")
+        }
     return out
+
+
+RATIO_KEYS = ("first_frame_s", "first_quiet_frame_s", "cpu_pct", "bytes_per_s", "peak_rss_mb")
+
+
+def _round_ratios(tool: Tool, other: Tool, key: str) -> dict[str, object]:
+    """``tool``'s figure over ``other``'s, round by round (the same moment's noise), and their
+    median."""
+    ratios = []
+    for a, b in zip(tool.runs, other.runs, strict=True):
+        x, y = getattr(a, key), getattr(b, key)
+        if x is not None and y:
+            ratios.append(x / y)
+    return {"median": statistics.median(ratios) if ratios else None, "rounds": ratios}
 
 
 def print_table(report: dict[str, object]) -> None:
@@ -198,6 +251,7 @@ def print_table(report: dict[str, object]) -> None:
     names = list(tools)
     rows = [
         ("first frame (s)", "first_frame_s", "{:.3f}"),
+        ("first quiet frame (s)", "first_quiet_frame_s", "{:.3f}"),
         ("CPU (% of one core)", "cpu_pct", "{:.2f}"),
         ("terminal output (B/s)", "bytes_per_s", "{:.0f}"),
         ("peak RSS (MB)", "peak_rss_mb", "{:.1f}"),
@@ -205,7 +259,8 @@ def print_table(report: dict[str, object]) -> None:
     ]
     width = max(len(r[0]) for r in rows)
     print(
-        f"{report['size']}, {report['rounds']} rounds of {report['seconds']:g} s, NVML "
+        f"{report['size']}, every {report['interval']:g} s, "
+        f"{report['rounds']} rounds of {report['seconds']:g} s, NVML "
         f"{report['nvml']}, load {report['loadavg'][0]:.2f}; medians"  # type: ignore[index]
     )
     print(" " * width + "".join(f"  {n:>10}" for n in names))
@@ -215,10 +270,19 @@ def print_table(report: dict[str, object]) -> None:
             value = tools[n][key]
             cells.append(f"  {fmt.format(value):>10}" if value is not None else f"  {'-':>10}")
         print(label.ljust(width) + "".join(cells))
-    ratio = report.get("cpu_ratio_gputui_to_nvitop")
-    if ratio is not None:
-        by_round = ", ".join(f"{r:.2f}" for r in report["cpu_ratios_by_round"])  # type: ignore[union-attr]
-        print(f"CPU gputui / nvitop: {ratio:.2f} (median; rounds: {by_round}); target <= 0.8")
+    ratios = report.get("ratios_to_nvitop")
+    if not isinstance(ratios, dict):
+        return
+    print("\nratio to nvitop, round by round (median; rounds)")
+    for name, per_key in ratios.items():
+        for label, key, _ in rows:
+            if key not in per_key:
+                continue
+            r = per_key[key]
+            if r["median"] is None:
+                continue
+            by_round = ", ".join(f"{x:.2f}" for x in r["rounds"])
+            print(f"  {name:>6} {label.ljust(width)}  {r['median']:.2f}  ({by_round})")
 
 
 if __name__ == "__main__":

@@ -229,3 +229,70 @@ def test_every_module_sits_in_a_layer_and_imports_only_below_it() -> None:
     assert loose == [], "modules outside every layer: add them to a package and to LAYERS"
     graph = {name: run_time_imports(name, path, modules) for name, path in modules.items()}
     assert layer_breaches(graph) == []
+
+
+def import_time_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The gputui modules importing ``name`` imports: those of its own top level, not those in
+    its functions (run when called), nor those under ``if TYPE_CHECKING:``."""
+
+    def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            yield node
+            if isinstance(node, ast.If):
+                if not _is_type_checking(node):
+                    yield from statements(node.body)
+                yield from statements(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody):
+                    yield from statements(block)
+                for handler in node.handlers:
+                    yield from statements(handler.body)
+
+    found: set[str] = set()
+    for node in statements(ast.parse(path.read_text(encoding="utf-8")).body):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "gputui")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gputui":
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules else str(node.module))
+    found.discard(name)
+    return found
+
+
+COMMAND_LINE = frozenset(
+    {
+        "gputui.commands",
+        "gputui.commands.args",
+        "gputui.commands.common",
+        "gputui.commands.output",
+        "gputui.commands.parsers",
+        "gputui.commands.settings_from_args",
+    }
+)
+"""The modules of ``gputui.commands`` the command line is built from; every other one is a
+command's implementation (or its helpers), imported when that command runs."""
+
+
+def test_the_command_line_imports_no_command_implementation() -> None:
+    """``gputui.cli`` and the parsers (``commands/parsers/``) import a command's module only
+    when it runs (``cli.COMMANDS`` holds :class:`LazyCommand`s): ``gputui --help`` and the
+    dashboard do not load ``check``, ``export``, ``fleet``, ``probe`` ... and what they import
+    (``tests/test_startup.py`` checks what a start loads)."""
+    modules = module_names()
+    builders = ["gputui.cli", *(n for n in modules if n.startswith("gputui.commands.parsers."))]
+    loaded = {
+        name: {
+            target
+            for target in import_time_imports(name, modules[name], modules)
+            if target.startswith("gputui.commands")
+            and target not in COMMAND_LINE
+            and not target.startswith("gputui.commands.parsers.")
+        }
+        for name in builders
+    }
+    assert {name: sorted(found) for name, found in loaded.items() if found} == {}
+    pick = import_time_imports("gputui.commands.pick", modules["gputui.commands.pick"], modules)
+    assert "gputui.commands.pick_wait" in pick  # the walk sees imports at all

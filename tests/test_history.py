@@ -84,3 +84,25 @@ def test_ring_keeps_the_newest_values_in_order() -> None:
     assert stamps.tail() == [1_700_000_000.25]  # epoch seconds keep their fraction
     ring.clear()
     assert ring.tail() == []
+
+
+def test_a_ring_holds_room_only_for_the_values_it_was_given() -> None:
+    """A process seen for a few readings keeps a few values, not a full window's worth of room
+    (2,000 processes on a crowded node); full, the ring wraps and keeps its size."""
+    from collections import deque
+
+    from gputui.core.history import Ring
+
+    ring, kept = Ring(900), deque[float](maxlen=900)
+    for v in range(3):
+        ring.append(float(v))
+        kept.append(float(v))
+    assert ring._data.buffer_info()[1] == 3 and ring.tail() == list(kept)
+    for v in range(3, 2000):
+        ring.append(float(v))
+        kept.append(float(v))
+        if v % 97 == 0:
+            assert ring.tail() == list(kept) and ring.tail(5) == list(kept)[-5:]
+    assert ring._data.buffer_info()[1] == 900 and ring.tail() == list(kept)
+    ring.clear()
+    assert ring._data.buffer_info()[1] == 0 and len(ring) == 0

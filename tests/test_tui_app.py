@@ -704,9 +704,10 @@ def test_changed_spans_merge_close_runs() -> None:
 
 
 class MiniTerminal:
-    """Just enough of a terminal to check what an update paints: cursor moves, SGR, text."""
+    """Just enough of a terminal to check what an update paints: cursor moves (to a cell, to a
+    column, forward), SGR, text."""
 
-    TOKEN = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[([0-9;]*)m|([^\x1b])")
+    TOKEN = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[(\d*)([GC])|\x1b\[([0-9;]*)m|([^\x1b])")
     ATTR_OFF: ClassVar[dict[str, set[str]]] = {
         "22": {"1", "2"},
         "23": {"3"},
@@ -721,9 +722,13 @@ class MiniTerminal:
         self.x = self.y = 0
 
     def feed(self, data: str) -> MiniTerminal:
-        for row, col, sgr, char in self.TOKEN.findall(data):
+        for row, col, n, move, sgr, char in self.TOKEN.findall(data):
             if row:
                 self.y, self.x = int(row) - 1, int(col) - 1
+            elif move == "G":
+                self.x = int(n or 1) - 1
+            elif move == "C":
+                self.x += int(n or 1)
             elif char:
                 self.cells[self.x, self.y] = (char, frozenset(self.attrs), self.fg, self.bg)
                 self.x += 1
@@ -834,10 +839,19 @@ def test_span_compositor_is_frugal() -> None:
     out = SpanChopsUpdate([{5: strip}], [(0, 17, 20)], [[25]]).render_segments(console)
     # Screen cells 17-19 are the strip's cells 12-14: one move, one full style, the text, reset.
     assert out == "\x1b[1;18H\x1b[0;34;40mcde\x1b[0m"
-    # Same style across two spans: set once; a colour change sends only the foreground.
+    # Same style across two spans: set once; a colour change sends only the foreground; a move
+    # along the line is forward or to the column, whichever is shorter.
     out = SpanChopsUpdate([{0: strip}], [(0, 1, 2), (0, 5, 6), (0, 12, 13)], [[20]])
     text = out.render_segments(console)
-    assert text == "\x1b[1;2H\x1b[0;31;40m1\x1b[1;6H5\x1b[1;13H\x1b[34mc\x1b[0m"
+    assert text == "\x1b[1;2H\x1b[0;31;40m1\x1b[6G5\x1b[6C\x1b[34mc\x1b[0m"
+    # The cells of one style are written together, wherever they are: a style is set once.
+    line = Strip([Segment("ab", red), Segment("cd", blue), Segment("ef", red)], 6)
+    chops = [{0: line}, {0: line}]
+    out = SpanChopsUpdate(chops, [(0, 0, 6), (1, 0, 6)], [[6], [6]])
+    text = out.render_segments(console)
+    assert text == (
+        "\x1b[1;1H\x1b[0;31;40mab\x1b[5Gef\x1b[2;1Hab\x1b[5Gef\x1b[1;3H\x1b[34mcd\x1b[2;3Hcd\x1b[0m"
+    )
 
 
 async def test_mig_slices_are_listed() -> None:

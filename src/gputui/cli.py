@@ -1,9 +1,12 @@
 """Command line: parse the arguments and hand them to the sub-command in :mod:`gputui.commands`.
 
 ``gputui`` (the dashboard), ``snapshot``, ``check``, ``topo``, ``export``, ``fleet``, ``record``,
-``probe``, ``specs``, ``pick``, ``config``. Each sub-command's module adds its own parser and
-turns the parsed arguments into its options (:class:`gputui.commands.common.Command`); this
-module holds the options of the whole command line and the table of sub-commands. Right after
+``probe``, ``specs``, ``pick``, ``config``. Each sub-command adds its own parser
+(:mod:`gputui.commands.parsers`) and its module turns the parsed arguments into its options and
+runs (:class:`gputui.commands.common.Command`); this module holds the options of the whole
+command line and the table of sub-commands. A command's module is imported only when it runs:
+the command line, ``--help`` and the dashboard do not load ``check``'s, ``export``'s or
+``fleet``'s imports (``tests/test_startup.py``). Right after
 parsing, the run's :class:`~gputui.settings.model.Settings` are built once (config file,
 environment, options) and handed to the command with the common options. Exit codes live in
 :mod:`gputui.core.exitcodes`. Everything a user can get wrong ends in a one-paragraph message, never
@@ -15,13 +18,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 from gputui import __version__
 from gputui.commands import args as arg
-from gputui.commands import (
+from gputui.commands.common import Command, Common, LazyCommand, Runner, UsageError
+from gputui.commands.output import error, silence_stdout
+from gputui.commands.parsers import (
     check,
     config,
-    dashboard,
     export,
     fleet,
     pick,
@@ -31,27 +37,48 @@ from gputui.commands import (
     specs,
     topo,
 )
-from gputui.commands.common import Command, Common, Runner, UsageError
-from gputui.commands.output import error, silence_stdout
 from gputui.commands.settings_from_args import settings_for
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_OK
 from gputui.engine.opening import ends_cleanly
 
+
+def _lazy(parser: ModuleType) -> LazyCommand:
+    """The command whose parser is ``gputui.commands.parsers.NAME`` and whose implementation is
+    ``gputui.commands.NAME``."""
+    return LazyCommand(parser.add_parser, parser.__name__.replace(".parsers.", ".", 1))
+
+
 COMMANDS: dict[str, Command] = {
-    "snapshot": snapshot,
-    "topo": topo,
-    "check": check,
-    "export": export,
-    "fleet": fleet,
-    "specs": specs,
-    "probe": probe,
-    "pick": pick,
-    "record": record,
-    "config": config,
+    "snapshot": _lazy(snapshot),
+    "topo": _lazy(topo),
+    "check": _lazy(check),
+    "export": _lazy(export),
+    "fleet": _lazy(fleet),
+    "specs": _lazy(specs),
+    "probe": _lazy(probe),
+    "pick": _lazy(pick),
+    "record": _lazy(record),
+    "config": _lazy(config),
 }
 """The sub-commands, in the order ``gputui --help`` lists them."""
 
-DEFAULT: Runner = dashboard
+
+class _Dashboard:
+    """``gputui`` without a sub-command: :mod:`gputui.commands.dashboard`, imported when it runs
+    (it imports the engine, which ``gputui --help`` does not need)."""
+
+    def options(self, args: argparse.Namespace, common: Common, /) -> Any:
+        from gputui.commands import dashboard
+
+        return dashboard.options(args, common)
+
+    def run(self, options: Any, /) -> int:
+        from gputui.commands import dashboard
+
+        return dashboard.run(options)
+
+
+DEFAULT: Runner = _Dashboard()
 """What ``gputui`` runs without a sub-command."""
 
 

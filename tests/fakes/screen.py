@@ -33,6 +33,10 @@ class TerminalScreen:
                 row, _, col = params.partition(";")
                 self.y = int(row or 1) - 1
                 self.x = int(col or 1) - 1
+            elif final == "G":  # to a column of this line
+                self.x = int(params or 1) - 1
+            elif final == "C":  # forward
+                self.x += int(params or 1)
             elif final == "J" and params in ("", "2"):
                 self.cells = [[" "] * self.width for _ in range(self.height)]
         self._text(data[pos:])

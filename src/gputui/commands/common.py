@@ -6,17 +6,20 @@
   read from the command line in one place (:meth:`Common.from_args`).
 - :class:`Seams`: the outside world a command reads and writes (clocks, sleep, environment,
   output stream, kernel log ...), the real ones by default; tests pass their own.
-- :class:`Command`: the module of a sub-command, ``add_parser`` / ``options`` / ``run``.
+- :class:`Runner`: the module of a command, ``options`` / ``run``; :class:`Command` a sub-command,
+  which also adds its parser. :class:`LazyCommand` is the sub-command :mod:`gputui.cli` lists: the
+  parser from :mod:`gputui.commands.parsers`, the implementation imported when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 from gputui.backends.spec import BackendSpec
 from gputui.settings.model import Settings
@@ -112,9 +115,38 @@ class Runner(Protocol):
 
 
 class Command(Runner, Protocol):
-    """A sub-command's module: it also adds its parser (name, help, options)."""
+    """A sub-command: it also adds its parser (name, help, options)."""
 
     def add_parser(self, commands: SubParsers, /) -> None: ...
 
 
-__all__ = ["REAL", "Command", "Common", "KernelLogReader", "Runner", "Seams", "UsageError"]
+@dataclass(frozen=True, slots=True)
+class LazyCommand:
+    """A :class:`Command` whose parser is at hand and whose implementation, ``module`` (with
+    ``options`` and ``run``), is imported the first time the command is chosen: building the
+    whole command line imports no command's implementation."""
+
+    add_parser: Callable[[SubParsers], None]
+    module: str
+    """e.g. ``gputui.commands.check``."""
+
+    def runner(self) -> Runner:
+        return cast(Runner, importlib.import_module(self.module))
+
+    def options(self, args: argparse.Namespace, common: Common, /) -> Any:
+        return self.runner().options(args, common)
+
+    def run(self, options: Any, /) -> int:
+        return self.runner().run(options)
+
+
+__all__ = [
+    "REAL",
+    "Command",
+    "Common",
+    "KernelLogReader",
+    "LazyCommand",
+    "Runner",
+    "Seams",
+    "UsageError",
+]

@@ -8,7 +8,7 @@ import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
@@ -18,9 +18,6 @@ from gputui.settings.keys import KEYS
 from gputui.settings.model import DEFAULT, Settings
 from gputui.settings.toml_text import toml_value
 
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
-
 
 @dataclass(frozen=True, slots=True)
 class ConfigOptions:
@@ -28,26 +25,6 @@ class ConfigOptions:
     as_json: bool = False
     init: bool = False
     force: bool = False
-
-
-def add_parser(commands: SubParsers) -> None:
-    config = commands.add_parser(
-        "config",
-        help="print the effective settings and where each came from; --init writes a config file",
-        description="Print every setting's effective value and where it came from: the default, "
-        "the config file ($XDG_CONFIG_HOME/gputui/config.toml, or GPUTUI_CONFIG, or --config), "
-        "an environment variable or the command line (they win in that order).",
-    )
-    config.add_argument("--json", action="store_true", help="one JSON object")
-    config.add_argument(
-        "--init",
-        action="store_true",
-        help="write a commented config file with every default and print its path",
-    )
-    config.add_argument("--force", action="store_true", help="with --init: overwrite the file")
-    config.add_argument(
-        "--config", metavar="FILE", default=argparse.SUPPRESS, help="the config file to use"
-    )
 
 
 def options(args: argparse.Namespace, common: Common) -> ConfigOptions:
@@ -125,4 +102,4 @@ def _init(settings: Settings, *, force: bool) -> int:
     return EXIT_OK
 
 
-__all__ = ["ConfigOptions", "add_parser", "as_dict", "options", "render", "run"]
+__all__ = ["ConfigOptions", "as_dict", "options", "render", "run"]

@@ -12,24 +12,18 @@ import errno
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from gputui.commands import args as arg
 from gputui.commands import incident_files
 from gputui.commands.alerting import alerts_sent, refuse_for_replay
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.incident_files import IncidentOptions
 from gputui.commands.output import error
+from gputui.commands.parsers.export import DEFAULT_LISTEN
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
-from gputui.core.metric_names import DCGM_NAMES, DcgmNames
+from gputui.core.metric_names import DcgmNames
 from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
-
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
-
-DEFAULT_LISTEN = "127.0.0.1:9400"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,38 +42,6 @@ class ExportOptions:
 
 
 PROG = "gputui export"
-
-
-def add_parser(commands: SubParsers) -> None:
-    export = commands.add_parser(
-        "export",
-        help="serve Prometheus metrics (DCGM-compatible names) on /metrics",
-        description="Serve the readings and health findings as Prometheus metrics on "
-        "http://ADDR/metrics, with DCGM exporter names and labels. Needs "
-        "pip install 'gputui[export]'.",
-    )
-    arg.add_common(export, suppress=True)
-    export.add_argument(
-        "--listen",
-        default=DEFAULT_LISTEN,
-        metavar="ADDR",
-        help="HOST:PORT, [IPv6]:PORT, :PORT or PORT (default: 127.0.0.1:9400); "
-        "an address beyond loopback exposes process names and users to the network",
-    )
-    arg.add_interval(
-        export, "how often the GPUs are read (default: 1); scrapes show the latest reading"
-    )
-    export.add_argument(
-        "--dcgm-names",
-        choices=tuple(DCGM_NAMES),
-        default=None,
-        help="the DCGM metric names and units: legacy (dcgm-exporter up to 4.8: MiB, MHz, %%, "
-        "mJ), 4.7 (DCGM 4.7's, as dcgm-exporter 4.9: bytes, Hz, 0-1, J) or both, during a "
-        "migration (default: export.dcgm_names in the config file, else legacy)",
-    )
-    arg.add_price(export, suppress=True)
-    arg.add_incidents(export, "the export")
-    arg.add_alerts(export, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> ExportOptions:
@@ -174,4 +136,4 @@ def run(options: ExportOptions, seams: Seams = REAL) -> int:
     return EXIT_OK
 
 
-__all__ = ["DEFAULT_LISTEN", "ExportOptions", "add_parser", "options", "run"]
+__all__ = ["DEFAULT_LISTEN", "ExportOptions", "options", "run"]

@@ -16,15 +16,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gputui.commands.parsers.pick import DEFAULT_POLL_S, MAX_POLL_S, MIN_POLL_S
 from gputui.core.choosing import Judged, Pick
 from gputui.core.format import fmt_duration
 from gputui.core.model import Snapshot
-
-DEFAULT_POLL_S = 5.0
-"""One reading every 5 s: a driver round a few milliseconds long, 12 a minute, while a job that
-waits minutes for GPUs starts at most 5 s late."""
-MIN_POLL_S = 1.0
-MAX_POLL_S = 3600.0
 
 _LABELS = frozenset({"lost", "unhealthy", "warning", "in MIG mode", "utilization not reported"})
 _HINT = re.compile(r" \([^()]*\)$")

@@ -15,9 +15,7 @@ import argparse
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from gputui.commands import args as arg
 from gputui.commands import incident_files
 from gputui.commands.alerting import alerts_sent
 from gputui.commands.common import Common, UsageError
@@ -31,9 +29,6 @@ from gputui.core.model import Snapshot, Stall
 from gputui.core.record import Recorder, fmt_size, snapshot_line
 from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
-
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
 
 PROG = "gputui record"
 EXIT_WRITE_FAILED = 1
@@ -63,36 +58,6 @@ class RecordOptions:
     """The recording directory, the price of a GPU-hour and the health thresholds."""
     incidents: IncidentOptions | None = None
     """``--incidents DIR``: a file around each failure that begins."""
-
-
-def add_parser(commands: SubParsers) -> None:
-    record = commands.add_parser(
-        "record",
-        help="record readings (with health findings and events) to a file for --replay",
-        description="Record readings, with their health findings and events, as JSON lines "
-        "(gzip-compressed when FILE ends in .gz, e.g. node.jsonl.gz) until --duration or "
-        "Ctrl-C. Play back with `gputui --replay FILE`. See docs/recording.md.",
-    )
-    arg.add_common(record, suppress=True)
-    record.add_argument(
-        "file",
-        nargs="?",
-        metavar="FILE",
-        help="where to write, e.g. node.jsonl.gz; a bare name goes in the record_dir setting's "
-        "directory (default: gputui-HOST-DATE-TIME.jsonl.gz there; with --incidents: none, "
-        "only the incident files)",
-    )
-    arg.add_interval(record, "seconds between readings (default: 1)")
-    record.add_argument(
-        "--duration",
-        type=arg.duration,
-        metavar="DURATION",
-        help="stop after this long: 30s, 10m, 1h, 1h30m or seconds (default: until Ctrl-C)",
-    )
-    record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    arg.add_price(record, suppress=True)
-    arg.add_incidents(record, "the recording")
-    arg.add_alerts(record, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> RecordOptions:
@@ -221,4 +186,4 @@ def run(options: RecordOptions) -> int:
     return EXIT_OK
 
 
-__all__ = ["EXIT_WRITE_FAILED", "RecordOptions", "add_parser", "options", "run"]
+__all__ = ["EXIT_WRITE_FAILED", "RecordOptions", "options", "run"]

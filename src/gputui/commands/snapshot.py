@@ -13,9 +13,8 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-from gputui.commands import args as arg
 from gputui.commands.common import REAL, Common, Seams, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
@@ -25,11 +24,8 @@ from gputui.core.format import fmt_duration
 from gputui.core.model import Snapshot
 from gputui.core.record import RecordingError, parse_duration
 from gputui.engine.session import BackendSpec
-from gputui.views.report import render_snapshot
-
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
 from gputui.settings.model import Settings
+from gputui.views.report import render_snapshot
 
 SETTLE_S = 0.5
 """``snapshot`` reads twice this far apart, so rates (PCIe, NVLink, CPU %) are real numbers."""
@@ -103,25 +99,6 @@ class SnapshotOptions:
     at: AtTime | None = None
     settings: Settings = field(default_factory=Settings)
     """The price of a GPU-hour and the health thresholds."""
-
-
-def add_parser(commands: SubParsers) -> None:
-    snapshot = commands.add_parser(
-        "snapshot", help="print one reading and exit", description="Print one reading and exit."
-    )
-    arg.add_common(snapshot, suppress=True)
-    snapshot.add_argument(
-        "--json", action="store_true", help="JSON (schema: docs/snapshot-schema.md)"
-    )
-    arg.add_replay(snapshot, suppress=True)
-    snapshot.add_argument(
-        "--at",
-        type=arg.checked(parse_at),
-        metavar="TIME",
-        help="with --replay: the reading at TIME: seconds from the start (90, 1m30s), a clock "
-        "time on the recording's first day (14:05:00) or an ISO timestamp (default: the last)",
-    )
-    arg.add_price(snapshot, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> SnapshotOptions:
@@ -231,7 +208,6 @@ __all__ = [
     "SETTLE_S",
     "AtTime",
     "SnapshotOptions",
-    "add_parser",
     "options",
     "parse_at",
     "resolve_at",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
@@ -22,31 +21,10 @@ from gputui.specs import (
 from gputui.specs.hostlinks import host_link_for
 from gputui.specs.query import search
 
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
-
 
 @dataclass(frozen=True, slots=True)
 class SpecsOptions:
     name: str | None = None
-
-
-def add_parser(commands: SubParsers) -> None:
-    specs = commands.add_parser(
-        "specs",
-        help="print the GPU spec table, or one GPU's spec row, and exit",
-        description="Print the built-in GPU spec table (dense peaks; FP16/BF16/FP8 with FP32 "
-        "accumulate), or with NAME the row that name matches, as a driver reports it "
-        "(e.g. 'NVIDIA H100 80GB HBM3') or as you would type it, in any case, spacing and "
-        "punctuation, with or without the vendor (rtx4090, 'A100 80GB'). Exit 2 when NAME "
-        "matches no row, or several (they are listed).",
-    )
-    specs.add_argument(
-        "name",
-        nargs="?",
-        metavar="NAME",
-        help="a GPU name as NVML/AMD-SMI report it, or a model name from `gputui specs`",
-    )
 
 
 def options(args: argparse.Namespace, common: Common) -> SpecsOptions:
@@ -166,4 +144,4 @@ def _row_summary(spec: GpuSpec) -> str:
     return " · ".join(parts)
 
 
-__all__ = ["SpecsOptions", "add_parser", "options", "run"]
+__all__ = ["SpecsOptions", "options", "run"]

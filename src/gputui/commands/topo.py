@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from gputui.commands import args as arg
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.core.record import RecordingError
 from gputui.engine.session import BackendSpec
-
-if TYPE_CHECKING:
-    from gputui.commands.args import SubParsers
 
 SETTLE_S = 0.5
 
@@ -26,19 +21,6 @@ class TopoOptions:
     spec: BackendSpec
     seed: int = 0
     as_json: bool = False
-
-
-def add_parser(commands: SubParsers) -> None:
-    topo = commands.add_parser(
-        "topo",
-        help="print the GPU connection matrix (NVLink / XGMI / PCIe) and link state, and exit",
-        description="Print the GPU x GPU connection matrix in the notation of `nvidia-smi topo -m` "
-        "(NVLink / XGMI / PCIe), CPU and NUMA affinity, PCIe link, P2P support and the state of "
-        "every NVLink / XGMI link, and exit.",
-    )
-    arg.add_common(topo, suppress=True)
-    topo.add_argument("--json", action="store_true", help="JSON instead of text")
-    arg.add_replay(topo, suppress=True)
 
 
 def options(args: argparse.Namespace, common: Common) -> TopoOptions:
@@ -71,4 +53,4 @@ def run(options: TopoOptions) -> int:
     return EXIT_OK
 
 
-__all__ = ["TopoOptions", "add_parser", "options", "run"]
+__all__ = ["TopoOptions", "options", "run"]

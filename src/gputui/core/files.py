@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat
 import time
 from pathlib import Path
@@ -74,6 +73,8 @@ def create_file(path: str, *, replace: bool = False) -> tuple[int, str | None]:
     except FileExistsError:
         if not check_target(path, replace=replace):  # gone again since: leave it to the user
             raise FileExistsError(errno.EEXIST, "the file exists", path) from None
+    import secrets  # here: it imports hashlib and OpenSSL, which nothing else at start-up needs
+
     directory, name = os.path.split(path)
     temporary = os.path.join(directory, f".{name}.{secrets.token_hex(8)}.tmp")
     return os.open(temporary, _CREATE_FLAGS, 0o644), temporary

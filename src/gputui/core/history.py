@@ -1,9 +1,10 @@
 """Ring buffers of recent readings, per GPU and per process, for history plots.
 
 The sampler thread records; the UI thread reads. A lock keeps a read from seeing a buffer while
-it is being appended to. Values are kept compactly (:class:`Ring`: a fixed ``array`` of 32-bit
-floats, 4 bytes a value instead of a 24-byte float object in a deque), so 15 minutes of 8 GPUs
-and their processes costs a few hundred KB, and a node with 2,000 processes stays bounded.
+it is being appended to. Values are kept compactly (:class:`Ring`: an ``array`` of 32-bit floats
+that grows up to its capacity, 4 bytes a value instead of a 24-byte float object in a deque), so
+15 minutes of 8 GPUs and their processes costs a few hundred KB, and a node with 2,000 processes
+stays bounded.
 """
 
 from __future__ import annotations
@@ -51,41 +52,48 @@ def gpu_metric(sample: GpuSample, metric: str) -> float:
 
 
 class Ring:
-    """The last ``capacity`` values, oldest first, in a preallocated array (``typecode`` ``f``:
-    32-bit floats, ~7 significant digits, NaN for unknown; ``d`` where a value needs more, such
-    as epoch timestamps)."""
+    """The last ``capacity`` values, oldest first, in an ``array`` (``typecode`` ``f``: 32-bit
+    floats, ~7 significant digits, NaN for unknown; ``d`` where a value needs more, such as epoch
+    timestamps). The array grows with the values until it holds ``capacity`` of them, then
+    wraps: a process seen for a minute keeps a minute of values, not 15 minutes of room."""
 
-    __slots__ = ("_data", "_next", "_size", "capacity")
+    __slots__ = ("_data", "_next", "capacity")
 
     def __init__(self, capacity: int, typecode: str = "f", fill: int = 0) -> None:
         self.capacity = capacity
-        self._data = array(typecode, [NAN]) * capacity
+        self._data: array[float] = array(typecode)
         self._next = 0
-        self._size = 0
+        """Where the next value goes once the array is full."""
         for _ in range(min(fill, capacity)):
             self.append(NAN)
 
     def append(self, value: float) -> None:
-        self._data[self._next] = value
+        data = self._data
+        if len(data) < self.capacity:
+            data.append(value)
+            return
+        data[self._next] = value
         self._next = (self._next + 1) % self.capacity
-        if self._size < self.capacity:
-            self._size += 1
 
     def tail(self, last: int | None = None) -> list[float]:
         """The newest ``last`` values (all when None), oldest first."""
-        n = self._size if last is None else max(min(last, self._size), 0)
-        start = (self._next - n) % self.capacity
+        data = self._data
+        size = len(data)
+        n = size if last is None else max(min(last, size), 0)
+        if size < self.capacity:  # not yet wrapped: oldest first already
+            return data[size - n :].tolist()
+        start = (self._next - n) % size
         end = start + n
-        if end <= self.capacity:
-            return self._data[start:end].tolist()
-        return self._data[start:].tolist() + self._data[: end - self.capacity].tolist()
+        if end <= size:
+            return data[start:end].tolist()
+        return data[start:].tolist() + data[: end - size].tolist()
 
     def clear(self) -> None:
+        self._data = array(self._data.typecode)  # its memory goes too
         self._next = 0
-        self._size = 0
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._data)
 
 
 class History:

@@ -51,7 +51,6 @@ the reader caches names per container and per pod, so a steady state reads no fi
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -426,6 +425,8 @@ class AttributionReader:
             return None
         if len(data) > MAX_STATE_BYTES:
             return None
+        import json  # a container runtime's state file: most nodes have none
+
         try:
             return json.loads(data)
         except ValueError:

@@ -9,7 +9,6 @@ decides where those lines go, and whether a bad environment variable is an error
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -30,11 +29,6 @@ from gputui.settings.model import (
     Problem,
     Settings,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 CONFIG_NAME = "config.toml"
 
@@ -145,6 +139,11 @@ def _read_file(
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return True, [Problem(f"{where}: cannot be read ({reason}); using the defaults", "file")]
+    # Imported here: most runs have no config file (tomllib is a few modules of start-up).
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -210,6 +209,8 @@ def _keys(value: object) -> str | None:
 
 
 def _unknown(where: str, text: str, name: str, known: list[str], table: str = "") -> Problem:
+    import difflib  # only for a mistyped key
+
     close = difflib.get_close_matches(name.removeprefix(table), known, n=1)
     hint = f" (did you mean {table}{close[0]}?)" if close else ""
     return Problem(f"{_at(where, text, name)}: unknown key {name}{hint}; ignored", "file", name)

@@ -6,11 +6,14 @@ still re-sends cells 0–53 of its line. It also writes every segment as
 ``ESC[<attributes;fg;bg>m text ESC[0m``, so a one-digit change costs ~30–50 bytes of escapes.
 
 :class:`SpanCompositor` renders the same update (the same cells, the same colours) cropped on both
-sides and writes only what changes between consecutive segments: nothing when the style is the
-same (cursor moves do not change the terminal's attributes), just the new foreground when only
-that differs, a combined reset-and-set when attributes differ. A one-digit change then costs about
-ten bytes. :class:`~gputui.tui.widgets.line_widget.LineWidget` panels rely on it to repaint a few
-cells per changed value instead of whole lines.
+sides and writes only what changes between consecutive pieces: the cells of one style are written
+together wherever they are on the screen (a style is set once per update, not once per piece;
+an update is written at once, inside the terminal's synchronized update where it has one, so the
+order of its cells does not show), with the shortest cursor move between them (to the cell,
+to the column, or forward along the line); a colour change sends just the new foreground, an
+attribute change a combined reset-and-set. A one-digit change then costs a few bytes.
+:class:`~gputui.tui.widgets.line_widget.LineWidget` panels rely on it to repaint a few cells per
+changed value instead of whole lines.
 
 It is installed per screen (``DashboardScreen``, ``TopologyScreen``), not patched into Textual
 globally. It builds on Textual's private ``textual._compositor`` (pinned exactly in
@@ -27,6 +30,7 @@ import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
@@ -71,11 +75,14 @@ class SpanChopsUpdate(ChopsUpdate):
 
     def _render_spans(self, console: Console) -> str:
         color_system = COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR)
-        out: list[str] = []
-        append = out.append
-        state = _UNKNOWN  # whatever the terminal was left in: the first style is set in full
+        # The dirty cells as pieces of one style, grouped by the style's SGR state (in the order
+        # the states first appear), in screen order within a group: each style is set once, and
+        # the cursor moves between a group's pieces are short ones along a line where they can.
+        groups: dict[_State, list[tuple[int, int, int, str]]] = {}
+        links: list[tuple[int, int, Style, str]] = []
         chops = self.chops
         chop_ends = self.chop_ends
+        state_of = _sgr_state
         for y, x1, x2 in self.spans:
             line = chops[y]
             ends = chop_ends[y]
@@ -87,45 +94,79 @@ class SpanChopsUpdate(ChopsUpdate):
                     start = max(x, x1)
                     segments = _crop(strip, start - x, min(end, x2) - x)
                     x = start
-                append(f"\x1b[{y + 1};{x + 1}H")
                 for text, style, _ in segments:
                     if not text:
                         continue
+                    next_x = x + (len(text) if text.isascii() else cell_len(text))
                     if style is not None and style.link:
-                        # Hyperlinks: Textual's own rendering, from a clean state.
-                        if state != _DEFAULT:
-                            append("\x1b[0m")
-                        append(Strip.render_style(style, text, color_system))
-                        state = _DEFAULT
-                        continue
-                    new = _sgr_state(style, color_system)
-                    if new != state:
-                        append(_transition(state, new))
-                        state = new
-                    append(text)
+                        links.append((y, x, style, text))
+                    else:
+                        key = state_of(style, color_system)
+                        pieces = groups.get(key)
+                        if pieces is None:
+                            pieces = groups[key] = []
+                        pieces.append((y, x, next_x, text))
+                    x = next_x
+        out: list[str] = []
+        append = out.append
+        state = _UNKNOWN  # whatever the terminal was left in: the first style is set in full
+        cursor_y = cursor_x = -1  # unknown: the first move is absolute
+        for new, pieces in groups.items():
+            pieces.sort()
+            for y, x, next_x, text in pieces:
+                if y != cursor_y or x != cursor_x:
+                    append(_move(cursor_y, cursor_x, y, x))
+                if new is not state:
+                    append(_transition(state, new))
+                    state = new
+                append(text)
+                cursor_y = y
+                cursor_x = next_x
+        for y, x, style, text in links:
+            # Hyperlinks: Textual's own rendering, from a clean state.
+            append(f"\x1b[{y + 1};{x + 1}H")
+            if state != _DEFAULT:
+                append("\x1b[0m")
+            append(Strip.render_style(style, text, color_system))
+            state = _DEFAULT
         if state != _DEFAULT:
             append("\x1b[0m")
         return "".join(out)
 
 
+def _move(from_y: int, from_x: int, y: int, x: int) -> str:
+    """The shortest cursor move from (``from_x``, ``from_y``) to (``x``, ``y``), 0-based: on the
+    same line, to the column (CHA) or forward (CUF) when the cursor is left of it; else to the
+    cell (CUP). A line's last cell leaves the cursor there with a wrap pending, so ``from_x`` is
+    then the width: only an absolute move follows."""
+    if y == from_y:
+        column = f"\x1b[{x + 1}G"
+        if x > from_x:
+            forward = f"\x1b[{x - from_x}C" if x - from_x > 1 else "\x1b[C"
+            if len(forward) < len(column):
+                return forward
+        return column
+    return f"\x1b[{y + 1};{x + 1}H"
+
+
 def _crop(strip: Strip, start: int, end: int) -> Iterable[Segment]:
-    """The segments of cells ``start``..``end`` of ``strip``. Cut by string index when every
-    character is one cell wide (no Strip is built: a Strip costs seven caches); else
-    :meth:`Strip.crop`."""
-    if not all(one_cell_each(segment.text) for segment in strip):
-        return strip.crop(start, end)
+    """The segments of cells ``start``..``end`` of ``strip``. Cut by string index while every
+    character up to ``end`` is one cell wide (no Strip is built: a Strip costs seven caches; the
+    segments past ``end`` are not looked at); else :meth:`Strip.crop`."""
     out: list[Segment] = []
     x = 0
     for segment in strip:
+        if x >= end:
+            break
         text = segment.text
+        if not (text.isascii() or one_cell_each(text)):
+            return strip.crop(start, end)
         next_x = x + len(text)
-        if next_x > start and x < end:
+        if next_x > start:
             if x < start or next_x > end:
                 text = text[max(start - x, 0) : end - x]
                 segment = Segment(text, segment.style, segment.control)
             out.append(segment)
-        elif x >= end:
-            break
         x = next_x
     return out
 

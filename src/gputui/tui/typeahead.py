@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import cache, partial
+from types import CodeType
 
 from textual import events
 from textual._xterm_parser import XTermParser
@@ -76,10 +77,13 @@ class TypeAheadDriver(LinuxDriver):
 
 @cache
 def private_api_problem() -> str | None:
-    """Why Textual's parser or driver is not what this module was written for (None: it is)."""
+    """Why Textual's parser or driver is not what this module was written for (None: it is).
+
+    Read from the functions' code objects (the names they look up, the keywords they pass), not
+    their source: reading and tokenizing Textual's source files cost ~25 ms of every start."""
     if getattr(linux_driver, _PARSER, None) is not XTermParser:
         return "textual.drivers.linux_driver builds its parser otherwise"
-    if "XTermParser(" not in _source(LinuxDriver.run_input_thread, "XTermParser("):
+    if _PARSER not in _code(LinuxDriver.run_input_thread).co_names:
         return "LinuxDriver.run_input_thread does not build an XTermParser"
     method = getattr(XTermParser, "_sequence_to_key_events", None)
     if not callable(method) or list(inspect.signature(method).parameters) != [
@@ -88,17 +92,22 @@ def private_api_problem() -> str | None:
         "alt",
     ]:
         return "XTermParser._sequence_to_key_events(sequence, alt) has changed"
-    if "alt=alt" not in _source(XTermParser.parse, "alt=alt"):
+    if not any(("alt",) in code.co_consts for code in _codes(_code(XTermParser.parse))):
         return "XTermParser.parse no longer re-reads unknown sequences with alt"
     return None
 
 
-def _source(function: Callable[..., object], unknown: str) -> str:
-    """``function``'s source; ``unknown`` when it is not to be had (no source files)."""
-    try:
-        return inspect.getsource(function)
-    except (OSError, TypeError):
-        return unknown
+def _code(function: Callable[..., object]) -> CodeType:
+    return function.__code__
+
+
+def _codes(code: CodeType) -> Iterator[CodeType]:
+    """``code`` and the code of the functions defined in it (a call's keyword names are a tuple
+    among the constants of the code that makes the call)."""
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            yield from _codes(constant)
 
 
 def driver_class(stock: type[Driver], keymap_keys: Iterable[str]) -> type[Driver]:

@@ -191,11 +191,18 @@ class DashboardScreen(Screen[None]):
         self.pid_note = Static("", id="pid-note", markup=False)
         """Why the processes show host PIDs only (gputui in a container); hidden otherwise."""
         self._pid_note_for: NodeInfo | None = None
+        self._pid_note: str | None = None
         self._signal_offered = True
         self.too_small = TooSmall(MIN_WIDTH, MIN_HEIGHT, id="too-small")
         self._grid = Container(*self.panels.values(), id="gpus")
 
     def compose(self) -> ComposeResult:
+        # Set up before the widgets are mounted: their styles are then worked out once, with
+        # the layout's class on the screen, not again for every widget when it changes.
+        self.filter_bar.display = False
+        self.filter_footer.display = False
+        self.findings_strip.display = False
+        self._relayout(self.app.size.width, self.app.size.height)
         yield MeterPalette()
         yield self.title_bar
         with Container(id="main"):
@@ -210,9 +217,6 @@ class DashboardScreen(Screen[None]):
         yield self.key_footer
 
     def on_mount(self) -> None:
-        self.filter_bar.display = False
-        self.filter_footer.display = False
-        self.findings_strip.display = False
         self._show_pid_note()
         self._relayout(self.app.size.width, self.app.size.height)
         self.process_table.focus()
@@ -307,7 +311,9 @@ class DashboardScreen(Screen[None]):
         self._pid_note_for = self.node
         note = namespace_note(self.node.pid_namespace)
         self.pid_note.display = note is not None
-        self.pid_note.update(note or "")
+        if note != self._pid_note:  # Static.update relayouts the screen, even with the same text
+            self._pid_note = note
+            self.pid_note.update(note or "")
 
     def on_screen_resume(self) -> None:
         pending = self._pending
