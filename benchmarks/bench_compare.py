@@ -4,9 +4,10 @@
 Both tools refresh at the same ``--interval`` (2 s by default, nvitop's own default) in a
 ``--size`` pty (120x40 by default). Each round runs every tool once in the same pseudo-terminal
 set-up as ``bench_tui.py`` (first frame, CPU % of one core, terminal bytes/s, peak RSS), one after
-the other, so that the noise of this machine at that moment touches them alike; the figures
-printed are medians over the rounds, and the ratios to nvitop are taken round by round (a tool's
-figure over nvitop's in the same round), then their median.
+the other (every other round in the reverse order), so that the noise of this machine at that
+moment touches them alike; the figures printed are medians over the rounds, and the ratios to
+nvitop (and to ``--gputui-before``) are taken round by round (a tool's figure over the other's in
+the same round), then their median.
 
 With the simulated NVML library (``shared/fakenvml``; point ``--nvml-lib`` at the directory that
 holds its ``libnvidia-ml.so.1``), every NVML call each tool makes during the measurement window is
@@ -170,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 use_pythonpath(tool)
                 bench_tui.run_once(tool.command, run_args(args, tool.marker, None, seconds=1.0))
         for round_no in range(args.rounds):
-            for tool in tools:
+            # Every other round in the reverse order: no tool always runs right after another.
+            for tool in tools if round_no % 2 == 0 else tools[::-1]:
                 use_pythonpath(tool)
                 counter = None
                 if args.nvml_lib:
@@ -228,6 +230,12 @@ def summarise(tools: list[Tool], args: argparse.Namespace) -> dict[str, object]:
             for tool in tools
             if tool.name in ("gputui", "before")
         }
+    if "before" in by_name:
+        out["ratios_to_before"] = {
+            "gputui": {
+                key: _round_ratios(by_name["gputui"], by_name["before"], key) for key in RATIO_KEYS
+            }
+        }
     return out
 
 
@@ -270,10 +278,14 @@ def print_table(report: dict[str, object]) -> None:
             value = tools[n][key]
             cells.append(f"  {fmt.format(value):>10}" if value is not None else f"  {'-':>10}")
         print(label.ljust(width) + "".join(cells))
-    ratios = report.get("ratios_to_nvitop")
+    for other in ("nvitop", "before"):
+        _print_ratios(report.get(f"ratios_to_{other}"), other, rows, width)
+
+
+def _print_ratios(ratios: object, other: str, rows: list[tuple[str, str, str]], width: int) -> None:
     if not isinstance(ratios, dict):
         return
-    print("\nratio to nvitop, round by round (median; rounds)")
+    print(f"\nratio to {other}, round by round (median; rounds)")
     for name, per_key in ratios.items():
         for label, key, _ in rows:
             if key not in per_key:
