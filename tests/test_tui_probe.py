@@ -41,7 +41,7 @@ def dialog_clock(monkeypatch) -> FakeClock:
     """The busy-GPU dialog's clock, moved on by :func:`confirm_busy` (keys typed before the
     dialog could be read choose nothing)."""
     clock = FakeClock()
-    monkeypatch.setattr("gputui.tui.screens.confirm_probe.monotonic", clock)
+    monkeypatch.setattr("gputui.tui.screens.confirm_signal.monotonic", clock)
     return clock
 
 

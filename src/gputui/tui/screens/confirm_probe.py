@@ -8,19 +8,17 @@ idle GPUs picked with them. Keys typed before the dialog could be read choose no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from time import monotonic
 from typing import ClassVar, Literal
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from gputui.core.format import sanitize
-from gputui.tui.screens.confirm_signal import TYPE_AHEAD_S, ConfirmSignalScreen
+from gputui.tui.screens.confirm_signal import ConfirmSignalScreen, GuardedDialog
 
 ProbeChoice = Literal["all", "idle"]
 """``all``: probe every GPU picked, busy ones too; ``idle``: only the picked GPUs not busy."""
@@ -33,11 +31,12 @@ def _dialog_css() -> str:
     return ConfirmSignalScreen.DEFAULT_CSS.replace("ConfirmSignalScreen", "ConfirmProbeScreen")
 
 
-class ConfirmProbeScreen(ModalScreen[ProbeChoice | None]):
+class ConfirmProbeScreen(GuardedDialog[ProbeChoice]):
     """Dismisses with ``"all"``, ``"idle"`` or None (cancelled)."""
 
     DEFAULT_CSS = _dialog_css()
 
+    CANCEL_ID = "probe-cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("F", "choose('all')", "Probe anyway", id="confirm_probe.force"),
         Binding("I", "choose('idle')", "Idle GPUs only", id="confirm_probe.idle"),
@@ -52,7 +51,6 @@ class ConfirmProbeScreen(ModalScreen[ProbeChoice | None]):
         super().__init__(id="confirm-probe")
         self.reasons = [sanitize(r).removesuffix(FORCE_SUFFIX) for r in reasons]
         self.idle = list(idle)
-        self._opened_at = monotonic()
 
     def compose(self) -> ComposeResult:
         n = len(self.reasons)
@@ -82,19 +80,6 @@ class ConfirmProbeScreen(ModalScreen[ProbeChoice | None]):
                     idle = ", ".join(str(g) for g in self.idle)
                     yield Button(f"Only GPU {idle} (I)", id="probe-idle")
                 yield Button("Probe anyway (F)", id="probe-force", variant="warning")
-
-    def on_mount(self) -> None:
-        self._opened_at = monotonic()
-        self.query_one("#probe-cancel", Button).focus()
-
-    def typed_ahead(self) -> bool:
-        """A key now was typed before the dialog could be read."""
-        return monotonic() - self._opened_at < TYPE_AHEAD_S
-
-    def on_key(self, event: events.Key) -> None:
-        if self.typed_ahead() and event.key not in ("escape", "enter"):
-            event.stop()
-            event.prevent_default()
 
     @on(Button.Pressed)
     def _button_pressed(self, event: Button.Pressed) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from time import monotonic
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual import events, on
@@ -75,7 +75,34 @@ _NUDGES = {
 }
 
 
-class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
+Choice = TypeVar("Choice")
+
+
+class GuardedDialog(ModalScreen[Choice | None]):
+    """A confirmation dialog that opens on its Cancel button (:attr:`CANCEL_ID`) and ignores the
+    keys typed before it could be read (within :data:`TYPE_AHEAD_S` of opening): a key typed
+    ahead chooses nothing; esc and enter, on Cancel then, still cancel."""
+
+    CANCEL_ID = "cancel"
+    _opened_at = 0.0
+    """When the dialog mounted (monotonic); no key reaches it before."""
+
+    def on_mount(self) -> None:
+        self._opened_at = monotonic()
+        self.query_one(f"#{self.CANCEL_ID}", Button).focus()
+
+    def typed_ahead(self) -> bool:
+        """A key now was typed before the dialog could be read."""
+        return monotonic() - self._opened_at < TYPE_AHEAD_S
+
+    def on_key(self, event: events.Key) -> None:
+        # Runs before any binding: keys typed ahead move to no other button.
+        if self.typed_ahead() and event.key not in ("escape", "enter"):
+            event.stop()
+            event.prevent_default()
+
+
+class ConfirmSignalScreen(GuardedDialog[signal.Signals]):
     """Dismisses with the chosen signal, or None when cancelled."""
 
     DEFAULT_CSS = """
@@ -110,6 +137,7 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
     }
     """
 
+    CANCEL_ID = "signal-cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("T", "send('SIGTERM')", "Terminate", id="confirm_signal.terminate"),
         Binding("K", "send('SIGKILL')", "Kill", id="confirm_signal.kill"),
@@ -136,7 +164,6 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
         if not self.processes:
             raise ValueError("no process to signal")
         self.process = self.processes[0]
-        self._opened_at = monotonic()
 
     def _details(self) -> tuple[str, Text]:
         """The dialog's title and what it says about the process (or each process)."""
@@ -169,21 +196,6 @@ class ConfirmSignalScreen(ModalScreen[signal.Signals | None]):
                 yield Button("Terminate (T)", id="signal-term", variant="warning")
                 yield Button("Kill (K)", id="signal-kill", variant="error")
         yield KeyFooter()  # the dialog's keys, not the dashboard's under it
-
-    def on_mount(self) -> None:
-        self._opened_at = monotonic()
-        self.query_one("#signal-cancel", Button).focus()
-
-    def typed_ahead(self) -> bool:
-        """A key now was typed before the dialog could be read."""
-        return monotonic() - self._opened_at < TYPE_AHEAD_S
-
-    def on_key(self, event: events.Key) -> None:
-        # Runs before any binding: keys typed ahead move to no other button (esc and enter, on
-        # Cancel then, go on to cancel).
-        if self.typed_ahead() and event.key not in ("escape", "enter"):
-            event.stop()
-            event.prevent_default()
 
     @on(Button.Pressed)
     def _button_pressed(self, event: Button.Pressed) -> None:
