@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.app import App, ComposeResult
+from tests.fakes.table_app import TableApp, pids
 
 from gputui.core.model import GpuInfo, GpuSample, NodeInfo, ProcessSample, Snapshot
 from gputui.tui.widgets.line_widget import DIM, MATCH, TAGGED, VALUE
@@ -38,25 +38,6 @@ def proc(pid: int, gpu: int = 0, mem: float = 1, **kw: Any) -> ProcessSample:
 def snap(*processes: ProcessSample, ts: float = T0) -> Snapshot:
     gpus = tuple(GpuSample(index=i, timestamp=ts) for i in (0, 1))
     return Snapshot(timestamp=ts, node=NODE, gpus=gpus, processes=processes)
-
-
-class TableApp(App[None]):
-    def __init__(self) -> None:
-        super().__init__()
-        self.selected: list[ProcessSample] = []
-
-    def compose(self) -> ComposeResult:
-        yield ProcessTable()
-
-    def on_mount(self) -> None:
-        self.query_one(ProcessTable).focus()
-
-    def on_process_table_selected(self, event: ProcessTable.Selected) -> None:
-        self.selected.append(event.process)
-
-
-def pids(table: ProcessTable) -> list[int]:
-    return [int(key.split(":")[0]) for key in table.row_keys]
 
 
 def row_line(table: ProcessTable, pid: int) -> str:
