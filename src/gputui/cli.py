@@ -38,6 +38,7 @@ from gputui.commands.parsers import (
     topo,
 )
 from gputui.commands.settings_from_args import settings_for
+from gputui.core import gc_pause
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_OK
 from gputui.engine.opening import ends_cleanly
 
@@ -163,6 +164,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     settings = settings_for(args, parser)
     try:
         options = command.options(args, Common.from_args(args, settings))
+        if command is not DEFAULT:
+            gc_pause.resume()  # the start is over (the dashboard's ends with its first frame)
         return command.run(options)
     except UsageError as exc:
         parser.error(str(exc))

@@ -40,6 +40,7 @@ from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
+from gputui.core import gc_pause
 from gputui.core.format import fmt_interval
 from gputui.core.model import ProcessSample, Snapshot
 from gputui.core.playback import clamp_speed
@@ -239,6 +240,7 @@ class GpuTuiApp(App[None]):
         # Every screen pushed from now on repaints where a removed widget (an expired
         # notification) was: see gputui.tui.repaint_compositor.
         self.screen_change_signal.subscribe(self, repaint_compositor.install, immediate=True)
+        self.call_after_refresh(gc_pause.resume)  # the start is over with the first frame
         if self.notes:
             self.notify("\n".join(self.notes), title="settings", severity="warning")
         self.dashboard.show_interval(self.sampler.interval)
