@@ -6,8 +6,9 @@ strings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from gputui.core.frozen import frozen
 
 BackendKind = Literal["auto", "nvml", "amd", "sim", "replay"]
 BACKEND_KINDS: tuple[str, ...] = get_args(BackendKind)
@@ -16,7 +17,7 @@ _ALIASES = {"amdsmi": "amd", "amd-smi": "amd", "demo": "sim"}
 SPEC_HELP = "auto, nvml, amd, sim[:SCENARIO] or replay:FILE"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BackendSpec:
     """What to read: ``kind`` and its argument (a scenario for ``sim``, a file for ``replay``)."""
 

@@ -26,6 +26,7 @@ from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.core.codec import to_json
 from gputui.core.exitcodes import EXIT_FAILED
+from gputui.core.frozen import frozen
 from gputui.core.model import Finding, GpuEvent, Snapshot
 from gputui.core.selection import Selection, select_gpus
 from gputui.engine.opening import COLD_OPEN_ALLOWANCE_S, DEFAULT_TIMEOUT_S, exit_now, open_deadline
@@ -54,7 +55,7 @@ lands on it, and a simulated one is moved on as far (:meth:`Backend.advance`), s
 scenario's GPU 3 has already fallen off the bus."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class CheckOptions:
     """``gputui check``'s options (:func:`gputui.commands.parsers.check.add_parser` says
     what each does)."""

@@ -18,10 +18,11 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 from gputui.backends.spec import BackendSpec
+from gputui.core.frozen import frozen
 from gputui.settings.model import Settings
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class UsageError(Exception):
     message, and exits 2 (as argparse does for a malformed one)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Common:
     """The options every command shares, as given on the command line."""
 
@@ -80,7 +81,7 @@ class Common:
         return spec
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Seams:
     """Where a command meets the world outside its options."""
 
@@ -120,7 +121,7 @@ class Command(Runner, Protocol):
     def add_parser(self, commands: SubParsers, /) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LazyCommand:
     """A :class:`Command` whose parser is at hand and whose implementation, ``module`` (with
     ``options`` and ``run``), is imported the first time the command is chosen: building the

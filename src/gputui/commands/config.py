@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,13 @@ from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
 from gputui.core.files import os_reason
+from gputui.core.frozen import frozen
 from gputui.settings.keys import KEYS
 from gputui.settings.model import DEFAULT, Settings
 from gputui.settings.toml_text import toml_value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigOptions:
     settings: Settings
     as_json: bool = False

@@ -7,13 +7,14 @@ import argparse
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TextIO
 
 from gputui.commands.alerting import alerts_sent, refuse_for_replay
 from gputui.commands.common import Common
 from gputui.commands.output import encodable, error
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.frozen import frozen
 from gputui.engine.session import BackendSpec, Session, SessionError, open_session
 from gputui.settings.model import Settings
 
@@ -21,7 +22,7 @@ SHOW_AFTER_S = 2.0
 """An open that takes longer than this shows how long it has taken so far."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DashboardOptions:
     spec: BackendSpec
     seed: int = 0

@@ -11,7 +11,7 @@ import argparse
 import errno
 import signal
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.commands import incident_files
 from gputui.commands.alerting import alerts_sent, refuse_for_replay
@@ -21,12 +21,13 @@ from gputui.commands.output import error
 from gputui.commands.parsers.export import DEFAULT_LISTEN
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.frozen import frozen
 from gputui.core.metric_names import DcgmNames
 from gputui.engine.session import BackendSpec
 from gputui.settings.model import Settings
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExportOptions:
     spec: BackendSpec
     seed: int = 0

@@ -13,13 +13,13 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.commands.parsers.fleet import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_OK, EXIT_USAGE, EXIT_WARNINGS
+from gputui.core.frozen import frozen
 from gputui.settings.model import LIGHT_THEME
 
 if TYPE_CHECKING:  # gputui.fleet (HTTP, PromQL) is imported when the command runs
@@ -59,7 +59,7 @@ def make_source(
     return FleetSource(client, match=matchers, node_filter=node)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetOptions:
     prometheus: str
     match: str | None = None

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
 
 from gputui.commands.common import UsageError
 from gputui.commands.output import emit, error
+from gputui.core.frozen import frozen
 from gputui.engine.incidents import Incident, IncidentPolicy, IncidentWatcher, usable_directory
 from gputui.health.rollup import where
 from gputui.settings.model import Settings
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IncidentOptions:
     directory: str
     policy: IncidentPolicy

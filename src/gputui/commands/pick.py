@@ -30,7 +30,6 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from gputui.commands.common import REAL, Common, Seams, UsageError
@@ -47,6 +46,7 @@ from gputui.commands.session_open import open_or_report
 from gputui.core.choosing import DEFAULT_MAX_UTIL_PCT, Criteria, Pick, pick
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.core.format import fmt_duration
+from gputui.core.frozen import frozen
 from gputui.core.model import NodeInfo, Snapshot
 from gputui.core.selection import CUDA_ORDER_NOTE, Selection, select_gpus
 from gputui.engine.sampler import Sampler
@@ -79,7 +79,7 @@ def parse_size(text: str) -> int:
     return int(number * 1024**power)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PickOptions:
     """``gputui pick``'s options (see :func:`options` for the command line's)."""
 

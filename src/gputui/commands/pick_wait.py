@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from gputui.commands.parsers.pick import DEFAULT_POLL_S, MAX_POLL_S, MIN_POLL_S
 from gputui.core.choosing import Judged, Pick
 from gputui.core.format import fmt_duration
+from gputui.core.frozen import frozen
 from gputui.core.model import Snapshot
 
 _LABELS = frozenset({"lost", "unhealthy", "warning", "in MIG mode", "utilization not reported"})
@@ -26,7 +26,7 @@ _HINT = re.compile(r" \([^()]*\)$")
 """The option a reason ends with, ``(--max-util 10)``: left out of the one-line summary."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Judgement:
     """Readings and the pick judged over them."""
 
@@ -39,7 +39,7 @@ class Judgement:
         return self.readings[-1].stall is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reader:
     """How the wait reads and judges: the command's own readings and criteria."""
 

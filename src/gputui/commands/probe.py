@@ -10,12 +10,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputui.commands.common import Common, UsageError
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
+from gputui.core.frozen import frozen
 from gputui.core.selection import select_gpus
 from gputui.engine.session import BackendSpec, NoGpuError, SessionError
 
@@ -26,7 +26,7 @@ TELEMETRY_INTERVAL_S = 0.5
 CPU_HINT = "`gputui probe --cpu` probes this machine's CPU instead (values only, no spec)."
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProbeOptions:
     spec: BackendSpec
     seed: int = 0

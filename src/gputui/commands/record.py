@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.commands import incident_files
 from gputui.commands.alerting import alerts_sent
@@ -25,6 +25,7 @@ from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.core.files import check_target, default_record_path, in_directory, os_reason
 from gputui.core.format import fmt_clock
+from gputui.core.frozen import frozen
 from gputui.core.model import Snapshot, Stall
 from gputui.core.record import Recorder, fmt_size, snapshot_line
 from gputui.engine.session import BackendSpec
@@ -44,7 +45,7 @@ def _refused(path: str, exc: OSError) -> int:
     return EXIT_USAGE
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RecordOptions:
     spec: BackendSpec
     path: str | None

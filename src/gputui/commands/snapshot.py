@@ -12,7 +12,7 @@ import datetime as dt
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TextIO
 
 from gputui.commands.common import REAL, Common, Seams, UsageError
@@ -21,6 +21,7 @@ from gputui.commands.session_open import open_or_report
 from gputui.core.codec import snapshot_to_json
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
 from gputui.core.format import fmt_duration
+from gputui.core.frozen import frozen
 from gputui.core.model import Snapshot
 from gputui.core.record import RecordingError, parse_duration
 from gputui.engine.session import BackendSpec
@@ -34,7 +35,7 @@ SCHEDULER_WAIT_S = 3.0
 it, the snapshot says they have not answered yet)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AtTime:
     """``--at``: seconds from the start, a clock time on the recording's first day, or an
     absolute (ISO) time; resolved against the recording by :func:`resolve_at`."""
@@ -91,7 +92,7 @@ def _fmt_time(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SnapshotOptions:
     spec: BackendSpec
     seed: int = 0

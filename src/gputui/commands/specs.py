@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from dataclasses import dataclass
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.core.exitcodes import EXIT_OK, EXIT_USAGE
+from gputui.core.frozen import frozen
 from gputui.specs import (
     GpuSpec,
     SpecMatch,
@@ -22,7 +22,7 @@ from gputui.specs.hostlinks import host_link_for
 from gputui.specs.query import search
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SpecsOptions:
     name: str | None = None
 

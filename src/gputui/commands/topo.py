@@ -4,19 +4,19 @@ state, as text or JSON."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from gputui.commands.common import Common
 from gputui.commands.output import emit, error
 from gputui.commands.session_open import open_or_report
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE
+from gputui.core.frozen import frozen
 from gputui.core.record import RecordingError
 from gputui.engine.session import BackendSpec
 
 SETTLE_S = 0.5
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoOptions:
     spec: BackendSpec
     seed: int = 0

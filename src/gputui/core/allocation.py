@@ -20,8 +20,9 @@ on a :class:`~gputui.core.model.Snapshot`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from gputui.core.frozen import frozen
 
 Scheduler = Literal["slurm", "kubernetes"]
 AllocationState = Literal["free", "no_process", "held_idle", "in_use", "unknown"]
@@ -41,7 +42,7 @@ IDLE_STATES: frozenset[str] = frozenset({"no_process", "held_idle"})
 """States in which an allocated GPU does no work (``allocated_idle``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Grant:
     """One device a scheduler allocated to a job or a pod's container, as the scheduler names it.
     The host layer builds these; every text comes from outside and is bounded there."""
@@ -64,7 +65,7 @@ class Grant:
     """When the job started (Slurm's ``StartTime``); None where the scheduler does not say."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SchedulerStatus:
     """Whether one scheduler answered, for the views to say so."""
 
@@ -79,7 +80,7 @@ class SchedulerStatus:
     hostname)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SchedulerReading:
     """What the host layer has from the schedulers now: their states and the grants in use."""
 
@@ -87,7 +88,7 @@ class SchedulerReading:
     grants: tuple[Grant, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Allocation:
     """One GPU (or MIG instance) and who the scheduler allocated it to, in this reading."""
 

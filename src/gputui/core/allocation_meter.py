@@ -34,6 +34,7 @@ from gputui.core.allocation import (
     Grant,
     SchedulerReading,
 )
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuSample, NodeInfo, ProcessSample
 from gputui.core.usage import HELD_MEMORY_BYTES, IDLE_UTIL_PCT, MAX_GAP_INTERVALS, MIN_GAP_S
 
@@ -43,7 +44,7 @@ MAX_TRACKED = 4096
 """Allocations whose idle time is remembered before the meter starts over."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Located:
     """Where a grant's device is on this node."""
 

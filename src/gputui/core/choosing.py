@@ -26,9 +26,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.format import fmt_bytes, fmt_duration, sanitize
+from gputui.core.frozen import frozen
 from gputui.core.model import NodeInfo, Snapshot
 from gputui.core.topology import build_matrix
 from gputui.core.usage import HELD_MEMORY_BYTES
@@ -43,7 +43,7 @@ _LEVEL_RANK = {"PIX": 2, "PXB": 3, "PHB": 4, "PCIE": 4, "NODE": 5, "SYS": 6}
 _PCIE_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Criteria:
     """What a GPU must meet to be chosen (see the module doc)."""
 
@@ -54,7 +54,7 @@ class Criteria:
     strict: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Judged:
     """One GPU judged against the criteria."""
 
@@ -71,7 +71,7 @@ class Judged:
         return not self.reasons
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Pick:
     """The GPUs picked (increasing index) and how every GPU was judged."""
 

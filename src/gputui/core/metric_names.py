@@ -28,8 +28,9 @@ ROCm/device-metrics-exporter's ``docs/configuration/metricslist.md`` and its met
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from gputui.core.frozen import frozen
 
 Unit = Literal[
     "percent",
@@ -106,7 +107,7 @@ def from_base(unit: Unit, value: float) -> float:
     return value * per if per is not None else value / _TO_BASE[unit]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DcgmField:
     """One DCGM field under both of its exporter names."""
 
@@ -237,7 +238,7 @@ DRIVER_LABEL: dict[Vocabulary, str] = {
 """The driver-version label dcgm-exporter puts on every series."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AmdMetric:
     """One metric of AMD's Device Metrics Exporter and what it measures in gputui's terms."""
 

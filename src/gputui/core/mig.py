@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import (
     Finding,
     GpuInfo,
@@ -70,7 +70,7 @@ def process_gpu_order(
     return (p.gpu_index, info.gpu_instance_id, info.compute_instance_id)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigView:
     """One MIG instance with its reading and its processes."""
 

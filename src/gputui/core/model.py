@@ -1,8 +1,9 @@
 """The vendor-neutral data model shared by every backend, the sampler, the TUI and the CLI.
 
-Every class here is a small frozen dataclass. A field that the hardware, driver or library does not
-support is ``None`` (never 0 and never an exception). Units live in field names (``_bytes``,
-``_w``, ``_c``, ``_mhz``, ``_pct``, ``_bytes_per_s``) so the JSON form needs no separate legend.
+Every class here is a small ``@frozen`` record (:mod:`gputui.core.frozen`). A field that the
+hardware, driver or library does not support is ``None`` (never 0 and never an exception). Units
+live in field names (``_bytes``, ``_w``, ``_c``, ``_mhz``, ``_pct``, ``_bytes_per_s``) so the JSON
+form needs no separate legend.
 
 The JSON form of a :class:`Snapshot` (:mod:`gputui.core.codec`) is documented in
 ``docs/snapshot-schema.md``; bump :data:`SCHEMA_VERSION` whenever a field is renamed or removed
@@ -11,10 +12,10 @@ The JSON form of a :class:`Snapshot` (:mod:`gputui.core.codec`) is documented in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from gputui.core.allocation import Allocation, SchedulerStatus
+from gputui.core.frozen import frozen
 from gputui.core.performance import Performance
 
 SCHEMA_VERSION = 1
@@ -63,7 +64,7 @@ def describe_throttle(reasons: frozenset[str] | None) -> str:
     return ", ".join(THROTTLE_REASONS.get(r, r.replace("_", " ")) for r in ordered)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigDeviceInfo:
     """A MIG slice of an NVIDIA GPU (static)."""
 
@@ -76,7 +77,7 @@ class MigDeviceInfo:
     sm_count: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuInfo:
     """What does not change while a GPU is up: read once, at start-up (the static tier)."""
 
@@ -150,7 +151,7 @@ class GpuInfo:
     index. None when unknown (AMD, a driver that does not say)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LinkInfo:
     """One NVLink (NVIDIA) or XGMI (AMD) link of a GPU, as discovered at start-up."""
 
@@ -171,7 +172,7 @@ class LinkInfo:
     remote_pci_bus_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuPath:
     """How GPU ``a`` reaches GPU ``b`` (one entry per unordered pair, ``a < b``)."""
 
@@ -189,7 +190,7 @@ class GpuPath:
     p2p_write: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuLocality:
     """Where a GPU sits relative to the CPUs, as ``nvidia-smi topo -m`` shows it."""
 
@@ -199,7 +200,7 @@ class GpuLocality:
     numa_node: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Topology:
     """The static wiring of a node: GPU pairs, NVLink/XGMI links, CPU locality."""
 
@@ -218,7 +219,7 @@ class Topology:
         return tuple(link for link in self.links if link.gpu_index == gpu_index)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LinkSample:
     """One reading of one NVLink / XGMI link (slow tier)."""
 
@@ -237,7 +238,7 @@ class LinkSample:
     link that went down."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigSample:
     """Per-tick reading of one MIG slice."""
 
@@ -246,7 +247,7 @@ class MigSample:
     memory_total_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuSample:
     """One reading of one GPU. ``lost`` means the GPU stopped answering (fell off the bus)."""
 
@@ -347,7 +348,7 @@ SLOW_SAMPLE_FIELDS: tuple[str, ...] = SLOW_TIER_FIELDS + SLOWLY_CHANGING_FIELDS
 """What the sampler carries from the last slow read into the fast reads that leave it None."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessSample:
     """A process using a GPU: GPU-side facts from the backend, host-side facts from psutil."""
 
@@ -406,7 +407,7 @@ class ProcessSample:
         return None if self.start_time is None else max(now - self.start_time, 0.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HostSample:
     """The host around the GPUs."""
 
@@ -422,7 +423,7 @@ class HostSample:
     uptime_s: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuEvent:
     """Something that happened at a moment, as opposed to a reading: an XID error reported by the
     driver, a double-bit ECC error, a GPU falling off the bus."""
@@ -446,7 +447,7 @@ class GpuEvent:
     says."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Finding:
     """One health finding: what is wrong (or worth knowing), on which GPU, and what to do."""
 
@@ -467,7 +468,7 @@ class Finding:
     ``drain`` or ``replace``."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodeInfo:
     """The node as a backend sees it once it is open (the static tier)."""
 
@@ -502,7 +503,7 @@ class NodeInfo:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Stall:
     """The backend has not answered the current reading: a driver call that hangs (a sick GPU, a
     wedged driver). The snapshot then repeats the last complete reading, marked with this."""
@@ -515,7 +516,7 @@ class Stall:
     """Timestamp of the last complete reading, whose values the snapshot repeats (None: none)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuUsage:
     """What one GPU did since the session started (see :mod:`gputui.core.usage`): the energy it used
     and how long it sat idle. Seconds count only time the GPU was read (a gap between readings
@@ -538,7 +539,7 @@ class GpuUsage:
     """Idle with memory held in this reading; None when not known."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Usage:
     """Energy and idle accounting of the node since ``since`` (the session's first reading),
     with the thresholds it used and, when a price per GPU-hour is set, what idle GPUs cost."""
@@ -576,7 +577,7 @@ class Usage:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Snapshot:
     """Everything known about the node at one moment. Immutable: safe to hand across threads."""
 

@@ -10,8 +10,9 @@ whatever its function). Nothing here knows any vendor library.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from gputui.core.frozen import frozen
 
 SYSFS_PCI_DEVICES = Path("/sys/bus/pci/devices")
 SYSFS_NUMA_NODES = Path("/sys/devices/system/node")
@@ -27,7 +28,7 @@ _BUS_ID = re.compile(
 _MAX_DEVICE = 0x1F  # five bits of device number
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class PciAddress:
     """A parsed bus id. ``function`` is None when the text named only the device."""
 

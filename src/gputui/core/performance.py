@@ -8,8 +8,9 @@ read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from gputui.core.frozen import frozen
 
 Limiter = Literal[
     "idle",
@@ -47,7 +48,7 @@ LIMITER_WORDS: dict[str, str] = {
 """Each limiter in words, as the dashboard and ``snapshot`` write it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Performance:
     """Why a GPU is as fast as it is right now (``gpus[i].performance`` in ``snapshot --json``)."""
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import ProcessSample
 
 LAUNCHER_GPU = -1
 """The ``gpu_index`` of a parent's row: it uses no GPU itself."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TreeRow:
     """One row of the tree."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import NodeInfo
 
 CUDA_ORDER_NOTE = (
@@ -16,7 +16,7 @@ CUDA_ORDER_NOTE = (
 NO_GPU_VALUES = frozenset({"", "-1", "NoDevFiles", "none"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Selection:
     """Which GPUs are judged, and why."""
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.core.format import cell_width, fmt_rate, pad, sanitize
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuInfo, GpuPath, GpuSample, LinkInfo, LinkSample, NodeInfo, Snapshot
 
 # -- notation ----------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def _code_order(code: str) -> tuple[int, int]:
 # -- the matrix --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Cell:
     """One matrix cell: the code shown, its kind (for colour) and one line of explanation."""
 
@@ -128,7 +129,7 @@ SELF = Cell("X", "self", "the GPU itself")
 UNKNOWN = Cell("?", "unknown", "connection not reported")
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Matrix:
     """GPU x GPU connections; ``cells`` holds both orders of every pair and the diagonal."""
 
@@ -232,7 +233,7 @@ def legend_for(matrix: Matrix) -> list[tuple[str, str]]:
 # -- links -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class LinkRow:
     """One NVLink / XGMI link with its latest reading (None: not read / not supported)."""
 

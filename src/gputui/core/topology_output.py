@@ -5,8 +5,7 @@ order of each class is the order of the keys in the output."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuPath, NodeInfo, Snapshot
 from gputui.core.topology import (
     LinkRow,
@@ -19,7 +18,7 @@ from gputui.core.topology import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoPair:
     """One pair of GPUs (``a < b`` in ``gpus`` order): its matrix cell and the path the backend
     reported (None where it reported none)."""
@@ -37,20 +36,20 @@ class TopoPair:
     p2p_write: bool | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoLegend:
     code: str
     meaning: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoLocality:
     gpu: int
     cpu_affinity: str | None
     numa_node: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoPcie:
     gpu: int
     gen: int | None
@@ -61,7 +60,7 @@ class TopoPcie:
     below_max: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopoLink:
     gpu: int
     link: int
@@ -78,7 +77,7 @@ class TopoLink:
     crc_errors: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopologyOutput:
     """The ``gputui topo --json`` object."""
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import base64
 import urllib.parse
-from dataclasses import dataclass
 
 from gputui.core.format import sanitize
+from gputui.core.frozen import frozen
 
 HIDDEN = "…"
 SCHEMES = ("http", "https")
@@ -26,7 +26,7 @@ MIN_SCRUBBED = 3
 """Pieces shorter than this are not hunted for in other text (they would garble it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WebhookUrl:
     """A checked http(s) URL, split into what is sent and what is shown."""
 

@@ -17,9 +17,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from gputui.core.alert_message import alert_payload, encode_payload
+from gputui.core.frozen import frozen
 from gputui.core.model import Snapshot
 from gputui.engine.alert_send import Sender, SendFailed
 from gputui.health.alert_gate import AlertGate
@@ -57,7 +57,7 @@ class Reporter:
             log.debug("alert problem not shown: %s", text)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlertCounts:
     """What became of the alerts of one sender."""
 

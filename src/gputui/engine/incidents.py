@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gputui.core.files import os_reason
+from gputui.core.frozen import frozen
 from gputui.core.model import Finding, NodeInfo, Snapshot
 from gputui.core.record import Recorder, snapshot_line
 from gputui.health.rollup import finding_key, sorted_findings
@@ -182,7 +183,7 @@ class ReadingRing:
 # -- incidents and their writer -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IncidentPolicy:
     """The windows and bounds (the ``[incidents]`` settings and the options)."""
 

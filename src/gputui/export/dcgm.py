@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputui.core.format import sanitize
+from gputui.core.frozen import frozen
 from gputui.core.metric_names import (
     DCGM_BY_KEY,
     DCGM_NAMES,
@@ -53,7 +54,7 @@ def label_value(text: str) -> str:
     return sanitize(text[:MAX_LABEL_CHARS])
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuReading:
     """What a GPU's DCGM values are read from: its sample, what the node says of it, and the
     last XID the exporter saw on it (0: none)."""
@@ -83,7 +84,7 @@ _UNIT_TEXT: dict[Unit, str] = {
 """How a HELP line names a unit (a unit not listed goes unnamed: counts, flags, P-states)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DcgmValue:
     """One DCGM field as the exporter reads it."""
 
@@ -276,7 +277,7 @@ DCGM_VALUES: tuple[DcgmValue, ...] = (
 DCGM_VALUE_BY_KEY: dict[str, DcgmValue] = {v.field.key: v for v in DCGM_VALUES}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DcgmSeries:
     """One DCGM family as a ``--dcgm-names`` choice publishes it."""
 

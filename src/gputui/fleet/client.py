@@ -21,11 +21,11 @@ import threading
 import urllib.error
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from gputui import __version__
 from gputui.core.format import sanitize
+from gputui.core.frozen import frozen
 from gputui.fleet.transport import AnswerTooLarge, Budget, RedirectRefused, urllib_transport
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
@@ -66,7 +66,7 @@ class Sample(NamedTuple):
     value: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Series:
     """One series of a range query: its labels and ``(time, value)`` points, oldest first."""
 

@@ -33,8 +33,8 @@ whole, a negative or huge stall or count: :func:`bad_value`) decides nothing: th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.xid import describe_xid
 from gputui.fleet.model import FleetFinding, Health
 from gputui.health.levels import TEMP_MARGIN_C
@@ -89,7 +89,7 @@ def xid_reason(code: int) -> str:
     return f"XID {code}: {meaning}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExporterReadings:
     """What an exporter other than gputui's says of one GPU's health, in gputui's units (None:
     not published)."""

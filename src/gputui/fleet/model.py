@@ -5,8 +5,10 @@ in the field names, ``None`` where the metrics do not say."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from gputui.core.frozen import frozen
 
 Health = Literal["ok", "warn", "fail", "unknown"]
 """``unknown``: the node has gone silent (its scrape fails, or its series are stale or gone), so
@@ -29,7 +31,7 @@ def health_text(health: Health) -> str:
     return f"{HEALTH_SYMBOLS[health]} {health}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetFinding:
     """One of gputui's active health findings on a node (``gputui_health_findings``)."""
 
@@ -40,7 +42,7 @@ class FleetFinding:
     count: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetGpu:
     index: int
     uuid: str | None = None
@@ -71,7 +73,7 @@ class FleetGpu:
         return self.memory_used_bytes / self.memory_total_bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetNode:
     instance: str
     """The scrape target (``instance`` label): the node's identity."""
@@ -165,7 +167,7 @@ class FleetNode:
         return None if self.last_seen is None else max(now - self.last_seen, 0.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fleet:
     """One refresh: every node, at the time all its queries were evaluated."""
 

@@ -8,12 +8,11 @@ a value Prometheus held as NaN is ``null``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputui.core.frozen import frozen
 from gputui.fleet.model import Fleet, FleetFinding, FleetGpu, FleetNode, Health
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetSummary:
     nodes: int
     gpus: int
@@ -23,7 +22,7 @@ class FleetSummary:
     unknown: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetNodeOutput:
     instance: str
     hostname: str
@@ -50,7 +49,7 @@ class FleetNodeOutput:
     gpus: tuple[FleetGpu, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FleetOutput:
     """The ``gputui fleet --json`` object."""
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.fleet.model import Fleet
 from gputui.fleet.source import FleetSource, NodeHistory
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PollResult:
     fleet: Fleet | None
     error: BaseException | None

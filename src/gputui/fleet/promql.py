@@ -16,8 +16,8 @@ refresh asks for every name of every vocabulary in its one values query (a regul
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.metric_names import (
     AMD_GPU_LABEL,
     AMD_METRICS,
@@ -122,7 +122,7 @@ RATE_WINDOW_S = 120
 """Window over which scrapes are counted to estimate each target's scrape interval."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Source:
     """One way a vocabulary publishes a quantity: a metric, its unit, and the label value that
     picks its series (AMD's ``gpu_clock{clock_type="system"}``)."""
@@ -234,7 +234,7 @@ def names_selector(names: tuple[str, ...], match: str) -> str:
 # -- the batch -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RefreshQueries:
     """The instant queries of one refresh, all evaluated at the same time."""
 

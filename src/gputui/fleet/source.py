@@ -10,8 +10,8 @@ import math
 import re
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.fleet import promql
 from gputui.fleet.build import DCGM_BLANK, build_fleet, gpu_index
 from gputui.fleet.client import PrometheusClient
@@ -23,7 +23,7 @@ HISTORY_POINTS = 120
 """Points per chart (the step is the window divided by this)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodeHistory:
     """A node's charts: per chart key (``util``, ``memory``, ``power``, ``temperature``), per GPU
     index, values on a regular grid of :attr:`times` (NaN where Prometheus has none). Memory is in

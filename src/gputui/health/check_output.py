@@ -5,15 +5,16 @@ output; ``mig_devices`` appears only where there are MIG instances to name."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.core.codec import OMIT_DEFAULT
+from gputui.core.frozen import frozen
 from gputui.core.model import SCHEMA_VERSION, Finding
 from gputui.health.rollup import Status
 from gputui.health.verdict import CheckResult, GpuStatus, MigStatus, Verdict
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigInstance:
     """A MIG instance a finding's processes run in."""
 
@@ -24,7 +25,7 @@ class MigInstance:
     pids: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigDevice:
     """A MIG instance of a judged GPU, with its memory (None: not read)."""
 
@@ -37,14 +38,14 @@ class MigDevice:
     pids: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckFinding(Finding):
     """A finding as a snapshot has it, and the MIG instances its processes run in."""
 
     mig_devices: tuple[MigInstance, ...] = field(default=(), metadata=OMIT_DEFAULT)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckGpu:
     index: int
     name: str
@@ -53,7 +54,7 @@ class CheckGpu:
     mig_devices: tuple[MigDevice, ...] = field(default=(), metadata=OMIT_DEFAULT)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckOutput:
     """The ``gputui check --json`` object."""
 

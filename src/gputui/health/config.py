@@ -7,8 +7,10 @@ import importlib.util
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from gputui.core.frozen import frozen
 
 MIB = 1024**2
 GIB = 1024**3
@@ -35,7 +37,7 @@ def effective_user() -> str | None:
             return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HealthConfig:
     """What the monitor judges and how."""
 

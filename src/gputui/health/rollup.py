@@ -14,9 +14,9 @@ Used alike by the dashboard (badges, title bar, findings screen, notifications),
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.frozen import frozen
 from gputui.core.model import SEVERITY_ORDER, Finding, Severity
 from gputui.health.rules import EVENT_RULES, RULES
 
@@ -58,7 +58,7 @@ def gpu_status(findings: Iterable[Finding], index: int, *, active_only: bool = F
     return status_of(gpu_severity(findings, index, active_only=active_only))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Counts:
     fail: int = 0
     warn: int = 0

@@ -13,11 +13,12 @@ instances carries them (``CheckResult.finding_mig``); in the JSON both appear as
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from gputui.core.exitcodes import EXIT_FAILED, EXIT_HEALTHY, EXIT_WARNINGS
 from gputui.core.format import fmt_bytes_pair, fmt_pct
+from gputui.core.frozen import frozen
 from gputui.core.mig import describe_processes, finding_instances, mig_profile, mig_views
 from gputui.core.model import Finding, GpuEvent, NodeInfo, Snapshot
 from gputui.core.selection import Selection
@@ -44,7 +45,7 @@ def all_rules() -> dict[str, str]:
 Verdict = Literal["healthy", "warnings", "failed"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigStatus:
     """A MIG instance as the check names it: ids, profile, memory and the PIDs running in it."""
 
@@ -62,7 +63,7 @@ class MigStatus:
         return f"{self.profile} GI {self.gpu_instance_id} CI {self.compute_instance_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuStatus:
     index: int
     name: str
@@ -73,7 +74,7 @@ class GpuStatus:
     """Its MIG instances (() when MIG is off)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckResult:
     hostname: str
     backend: str

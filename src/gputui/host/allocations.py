@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gputui.core.allocation import Grant, Scheduler, SchedulerReading, SchedulerStatus
+from gputui.core.frozen import frozen
 from gputui.host import children
 from gputui.host.attribution import AttributionReader
 from gputui.host.kubealloc import (
@@ -57,7 +58,7 @@ SLURM_CONF_PLACES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     """One source's answer: its grants, or None when it did not answer (``message`` says why)."""
 

@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from gputui.core.frozen import frozen
 from gputui.core.model import MAX_NAME_CHARS
 
 MAX_STATE_BYTES = 4 << 20
@@ -115,7 +115,7 @@ _RUNTIMES = {
 _K8S_MANAGED = "# Kubernetes-managed hosts file"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Attribution:
     """What a process runs in. Every field is None when not known."""
 
@@ -284,7 +284,7 @@ def _container_of(path: str) -> tuple[str, str | None] | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Roots:
     """Where the reader looks (each a parameter, so tests point them at a fake tree)."""
 
@@ -297,7 +297,7 @@ class Roots:
     """CRI-O's and Podman's storage (run root, then root)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _ContainerFacts:
     name: str | None = None
     pod_name: str | None = None
@@ -305,7 +305,7 @@ class _ContainerFacts:
     pod_uid: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _PodFacts:
     name: str | None = None
     namespace: str | None = None

@@ -18,8 +18,8 @@ import contextlib
 import errno
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import ProcessSample
 from gputui.host.signals import (
     IdentityUnknown,
@@ -33,7 +33,7 @@ MAX_ENVIRON_BYTES = 1024 * 1024
 one bigger)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Environ:
     """What was read: the variables in their order, or why nothing was."""
 

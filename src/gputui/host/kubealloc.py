@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.core.allocation import Grant
+from gputui.core.frozen import frozen
 from gputui.core.model import MAX_NAME_CHARS
 
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
@@ -41,7 +41,7 @@ class CheckpointError(ValueError):
     """The checkpoint could not be read; ``str()`` says why, for the status line."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PodDevices:
     """One container's devices of one resource."""
 

@@ -13,8 +13,7 @@ may hold spaces and parentheses, so the fields are counted after its last ``)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputui.core.frozen import frozen
 from gputui.core.model import MAX_COMMAND_CHARS
 
 PF_KTHREAD = 0x00200000
@@ -26,7 +25,7 @@ CMDLINE_CUT = f" … [cut at {MAX_COMMAND_CHARS // 1024} KiB]"
 """What ends a command line longer than :data:`~gputui.core.model.MAX_COMMAND_CHARS` bytes."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcStat:
     """The few fields of ``/proc/PID/stat`` gputui reads (None: missing or not a number)."""
 

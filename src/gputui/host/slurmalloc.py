@@ -33,9 +33,9 @@ import os
 import re
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from gputui.core.allocation import Grant
+from gputui.core.frozen import frozen
 from gputui.core.model import MAX_NAME_CHARS
 
 HELD_STATES = frozenset({"RUNNING", "SUSPENDED", "COMPLETING"})
@@ -54,7 +54,7 @@ _USER = re.compile(r"([^\s(]+)(?:\((\d+)\))?")
 _ENTRY = re.compile(r"^(?P<name>[^:(]+)(?::[^(]*)?\(IDX:(?P<idx>[^)]*)\)$")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SlurmJobGpus:
     """A job's GPUs on this node, as scontrol says."""
 
@@ -66,7 +66,7 @@ class SlurmJobGpus:
     indices: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ParsedJobs:
     jobs: tuple[SlurmJobGpus, ...]
     rejected: int = 0

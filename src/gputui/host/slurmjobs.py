@@ -19,8 +19,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import MAX_NAME_CHARS
 from gputui.host import children
 
@@ -36,7 +36,7 @@ _USER = re.compile(r"(?:^|\s)UserId=([^\s(]+)(?:\((\d+)\))?")
 _AUTO = "auto"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SlurmJob:
     """What ``scontrol`` says about a job (None: not said)."""
 

@@ -9,9 +9,9 @@ manage: its Slurm job, else its Kubernetes pod, else its container.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.frozen import frozen
 from gputui.core.model import ProcessSample
 from gputui.host.attribution import is_rootless
 
@@ -22,7 +22,7 @@ SHORT_ID = 12
 SHORT_UID = 8
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Workload:
     """The Slurm job, pod or container a process runs in."""
 
@@ -120,7 +120,7 @@ def attribution_rows(p: ProcessSample) -> list[tuple[str, str]]:
     return rows
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WorkloadUsage:
     """What one job, pod or container holds on one GPU."""
 

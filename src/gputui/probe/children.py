@@ -15,9 +15,9 @@ import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from gputui.core.frozen import frozen
 from gputui.probe import protocol
 from gputui.probe.protocol import ProbeMessage
 from gputui.probe.runs import Target
@@ -26,14 +26,14 @@ STDERR_TAIL = 20
 BAD_LINE_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BadLine:
     """A stdout line that is not a probe message: why, and the start of the line."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EndOfStream:
     """The worker closed its stdout (it has exited or is about to)."""
 

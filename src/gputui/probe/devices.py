@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuInfo, MigDeviceInfo, NodeInfo
 from gputui.core.pci import parse_pci_bus_id
 from gputui.probe.protocol import Hello
@@ -46,7 +47,7 @@ ROCR_UUID = re.compile(r"GPU-[0-9a-fA-F]{16}")
 MATCH, MISMATCH, UNKNOWN = "match", "mismatch", "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DevicePlan:
     """The targets of one run and the environment that makes their ``cuda:N`` exact."""
 

@@ -8,10 +8,11 @@ a GPU was matched to, kept on the report while it runs.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from gputui.core.codec import OMIT_DEFAULT
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuInfo
 from gputui.probe import verdict as V
 from gputui.probe.protocol import Skipped
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from gputui.probe.runs import GpuRun
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SpecSummary:
     """The spec row a GPU was matched to and how; for a GPU in MIG mode also the slice it is
     judged as and the shares its peaks were scaled by (those keys only then)."""
@@ -64,7 +65,7 @@ def spec_summary(info: GpuInfo) -> SpecSummary | None:
     return summary
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResultOutput:
     """One judged result: percentages rounded to 0.1, fractions as percentages."""
 
@@ -115,14 +116,14 @@ def _pct(value: float | None, scale: float) -> float | None:
     return None if value is None else round(scale * value, 1)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RetryOutput:
     test: str
     reason: str
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunOutput:
     """One device's run: the device its worker opened (None before its hello) and what it said
     besides results."""
@@ -159,7 +160,7 @@ def run_output(run: GpuRun, spec: SpecSummary | None) -> RunOutput:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProbeOutput:
     """The ``gputui probe --json`` object."""
 

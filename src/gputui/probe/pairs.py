@@ -24,8 +24,8 @@ Pure functions; no torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.model import LinkInfo, NodeInfo
 from gputui.probe.verdict import PCIE_LANE_GBS, pcie_spec_gbs
 
@@ -37,7 +37,7 @@ NVLINK_PAYLOAD_SHARE = NVLINK4_PAYLOAD_GBS / NVLINK4_SIGNAL_GBS
 """Payload / signalling on NVLink 4 and 5 (0.941)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PairSpec:
     """A pair's budget per direction (None: not known) and how it was found, in words."""
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, TypeAlias
 
 from gputui.core import codec
 from gputui.core.codec import CodecError
+from gputui.core.frozen import frozen
 
 PROTOCOL_VERSION = 2
 """2: ``hello`` carries ``uuid`` and ``pci_bus_id`` (optional, so a version-1 line still reads)."""
@@ -55,7 +56,7 @@ class ProtocolError(ValueError):
     """A line that is not a valid probe message."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Hello:
     type: ClassVar[str] = "hello"
 
@@ -72,7 +73,7 @@ class Hello:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Progress:
     type: ClassVar[str] = "progress"
 
@@ -81,7 +82,7 @@ class Progress:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Result:
     type: ClassVar[str] = "result"
 
@@ -94,7 +95,7 @@ class Result:
     seconds: float = 0.0  # wall time of the test, warm-up included
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Retry:
     type: ClassVar[str] = "retry"
 
@@ -105,7 +106,7 @@ class Retry:
     text: str = ""  # the new size in words
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Skipped:
     type: ClassVar[str] = "skipped"
 
@@ -113,7 +114,7 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Error:
     type: ClassVar[str] = "error"
 
@@ -126,7 +127,7 @@ class Error:
         return self.message == CANCELLED
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Done:
     type: ClassVar[str] = "done"
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gputui.core.frozen import frozen
 from gputui.probe.protocol import Hello, ProbeMessage, Result, Retry, Skipped
 from gputui.probe.verdict import Telemetry
 
@@ -23,7 +24,7 @@ EventCallback = Callable[[int | None, ProbeMessage], None]
 and for the errors the runner makes up when a worker fails without saying why."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Target:
     """One device to probe: an NVML GPU (``gpu`` set) or the CPU (``gpu`` None).
 

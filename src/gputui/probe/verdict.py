@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gputui.core.frozen import frozen
 from gputui.specs.expected import Expected, expected_for, family_of
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def spec_value(
     return value, f"spec dense {metric.upper()} peak" if value else "no spec"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Telemetry:
     """Medians of the readings taken while one test ran (None: not read)."""
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
+from gputui.core.frozen import frozen
 from gputui.core.metric_names import DCGM_NAMES
 from gputui.settings.model import (
     DEFAULT_INTERVAL,
@@ -35,7 +35,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Key:
     """One setting."""
 

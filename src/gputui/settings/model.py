@@ -4,9 +4,10 @@ and handed to the session and the dashboard. Nothing here is read from module-gl
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from gputui.core.frozen import frozen
 from gputui.core.metric_names import DcgmNames
 from gputui.core.model import Severity
 from gputui.health.config import DEFAULT_XID_WINDOW_HOURS, HealthConfig
@@ -27,7 +28,7 @@ def _health_default(name: str) -> Any:
     raise KeyError(name)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HealthSettings:
     """The ``[health]`` table: thresholds of the health rules and the rules left out."""
 
@@ -57,7 +58,7 @@ class HealthSettings:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExportSettings:
     """The ``[export]`` table: what ``gputui export`` publishes."""
 
@@ -65,7 +66,7 @@ class ExportSettings:
     """dcgm-exporter's legacy names, DCGM 4.7's, or both (:data:`DCGM_NAMES`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IncidentSettings:
     """The ``[incidents]`` table: the windows around an incident and the directory's bounds
     (``record`` and ``export`` with ``--incidents DIR``)."""
@@ -82,7 +83,7 @@ class IncidentSettings:
 DEFAULT_RATE_LIMIT_MINUTES = 10.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlertSettings:
     """The ``[alerts]`` table: where new health findings are sent, from which severity on, and
     how often one finding may be sent again (the dashboard, ``export``, ``record``)."""
@@ -103,7 +104,7 @@ class AlertSettings:
 Origin = Literal["file", "env"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Problem:
     """Something in the config file or the environment that could not be used."""
 
@@ -114,7 +115,7 @@ class Problem:
     """The setting it concerns (dotted, as in the file); None for the file as a whole."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Settings:
     """Defaults < config file < environment < command line, for one run."""
 

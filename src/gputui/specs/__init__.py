@@ -27,9 +27,11 @@ import csv
 import functools
 import io
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from importlib import resources
 from typing import Literal
+
+from gputui.core.frozen import frozen
 
 __all__ = [
     "PEAK_FIELDS",
@@ -57,7 +59,7 @@ PEAK_FIELDS = (
 """The compute peaks (TFLOPS, INT8 in TOPS) that scale with the SM/CU share."""
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class GpuSpec:
     """One row of ``gpus.csv``; None where the cell is blank (no hardware path or not published)."""
 
@@ -123,7 +125,7 @@ def load_specs() -> tuple[GpuSpec, ...]:
     return tuple(_parse_row(row) for row in csv.DictReader(io.StringIO(text)))
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class SpecMatch:
     spec: GpuSpec
     how: Literal["exact", "pattern", "estimated"]

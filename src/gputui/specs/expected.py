@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+
+from gputui.core.frozen import frozen
 
 __all__ = [
     "C2C_EXPECTED",
@@ -63,7 +64,7 @@ METRICS: tuple[str, ...] = ("hbm", "pcie", "p2p", "fp32", "tf32", "fp16", "bf16"
 """What a probe test measures: device memory, host link, GPU-GPU link, matmul per precision."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Expected:
     """The share of spec a healthy GPU reaches (None: not judged) and the evidence for it."""
 

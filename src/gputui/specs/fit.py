@@ -10,7 +10,8 @@ batch size, sequence length and framework.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from gputui.core.frozen import frozen
 
 INFERENCE_OVERHEAD = 0.20
 TRAINING_OVERHEAD = 0.20
@@ -31,7 +32,7 @@ NODE_ASSUMPTION = (
 )
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class FitRow:
     label: str
     """``FP16 inference``, ..., ``training (Adam)``."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from dataclasses import dataclass
 from importlib import resources
+
+from gputui.core.frozen import frozen
 
 DATA_FILE = "host_links.csv"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HostLink:
     """A model's host link: its kind (``nvlink-c2c``), GB/s per direction and the source."""
 

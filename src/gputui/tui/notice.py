@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from textual.actions import ActionError, ActionParseResult
@@ -23,6 +22,7 @@ from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
 
 from gputui.core.format import finding_text
+from gputui.core.frozen import frozen
 from gputui.core.model import Finding
 from gputui.health.rollup import where
 from gputui.host.signals import SignalRefused
@@ -48,7 +48,7 @@ EXPLAINED = {
 """What the notice of a key that is off says about its reason."""
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Notice:
     """What one notice says."""
 

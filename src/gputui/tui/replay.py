@@ -4,8 +4,8 @@ from the sampler's :class:`~gputui.core.playback.Playback` (None for a live node
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from gputui.core.frozen import frozen
 from gputui.core.playback import Playback
 
 SEEK_SHORT_S = 10.0
@@ -24,7 +24,7 @@ def fmt_speed(speed: float) -> str:
     return f"×{speed:g}"
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class ReplayStatus:
     """What the title bar shows in replay mode."""
 

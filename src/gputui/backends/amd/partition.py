@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputui.backends.amd.calls import DEVICE_WIDE, PARTITION_READINGS, AmdCalls
 from gputui.backends.amd.values import get, nonnegative, text
 from gputui.core import pci
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuInfo
 
 _PARTITIONS = {"SPX": 1, "DPX": 2, "TPX": 3, "QPX": 4, "CPX": None}
@@ -34,7 +35,7 @@ _COMPUTE = "amdsmi_get_gpu_compute_partition"
 _MEMORY = "amdsmi_get_gpu_memory_partition"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Partition:
     """Which compute partition of its physical GPU one processor handle is."""
 

@@ -15,12 +15,12 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.amd.calls import AmdCalls, GpuGone
 from gputui.backends.amd.values import counter, get, text, to_int
 from gputui.backends.common import CounterRates
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuSample, ProcessSample
 
 _NS_PER_S = 1e9
@@ -35,7 +35,7 @@ def caller_is_root() -> bool:
     return geteuid is not None and geteuid() == 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessListing:
     """One read of every GPU's process list."""
 

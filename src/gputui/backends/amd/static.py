@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.amd.calls import AmdCalls, GpuGone
@@ -21,6 +20,7 @@ from gputui.backends.amd.values import (
     to_int,
     watts_from_uw,
 )
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuInfo
 
 _UMC_BLOCK = 1  # AMDSMI_GPU_BLOCK_UMC: the memory controller, i.e. VRAM ECC
@@ -87,7 +87,7 @@ def _read_static(calls: AmdCalls, i: int) -> GpuInfo:
     )
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class TemperatureLimits:
     """The CRITICAL temperature (what ``amd-smi static --limit`` calls the slowdown
     temperature) of each sensor, each compared with its own sensor's reading."""

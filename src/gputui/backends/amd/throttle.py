@@ -21,10 +21,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.amd.values import UINT64_MAX, counter
+from gputui.core.frozen import frozen
 
 _RESIDENCY_REASONS = (
     ("ppt_residency_acc", "sw_power_cap"),
@@ -43,7 +43,7 @@ _SMU_THROTTLER_BITS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class _Residency:
     """One gpu_metrics read: the firmware's sample counter, the residency counters, and the
     reasons derived at that read (None when there was nothing to compare with)."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
 from gputui.backends.nvml.fields import read_fields
 from gputui.backends.nvml.values import to_int
+from gputui.core.frozen import frozen
 
 # nvmlGpuVirtualizationMode_t (nvml.h).
 VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
@@ -27,7 +27,7 @@ FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "com
 NVML_SUCCESS = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Attachment:
     host_link: str | None = None
     host_link_bandwidth_gbs: float | None = None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.nvml.calls import NvmlCalls, NvmlGpu
+from gputui.core.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Memory:
     total: int
     used: int

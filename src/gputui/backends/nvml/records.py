@@ -21,8 +21,9 @@ import ctypes
 import functools
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from gputui.core.frozen import frozen
 
 MAX_PID = 4_194_304
 """Linux PID_MAX_LIMIT: no PID is ever above it, whatever ``pid_max`` says."""
@@ -46,7 +47,7 @@ LAYOUTS: dict[int, struct.Struct] = {
 LARGEST_RECORD = max(LAYOUTS)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessRecord:
     """One process row as the driver wrote it."""
 
@@ -57,7 +58,7 @@ class ProcessRecord:
     protected_memory: int | None = None  # 32-byte records: confidential-computing memory
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessCall:
     """One process-list entry point and the record sizes worth trying, most likely first."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 
 from gputui.backends.sim import workloads as wl
 from gputui.backends.sim.hardware import H100_SXM, MIB
@@ -34,6 +33,7 @@ from gputui.backends.sim.plan import (
     gpu_plans,
     new_container_id,
 )
+from gputui.core.frozen import frozen
 
 WORKERS = 2000
 GPUS = 8
@@ -61,7 +61,7 @@ _MODELS: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {
 """Memory class -> (models, MiB range of one worker)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Deployment:
     user: str
     name: str

@@ -8,12 +8,12 @@ resistance) are chosen so the simulated readings land where real ones do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gputui.core.frozen import frozen
 
 MIB = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuModel:
     """One board model: static facts plus how it behaves under load."""
 

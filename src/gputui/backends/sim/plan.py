@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.sim import workloads as wl
 from gputui.backends.sim.hardware import MIB, GpuModel
 from gputui.backends.sim.noise import rng as make_rng
+from gputui.core.frozen import frozen
 
 GIB = 1 << 30
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigPlan:
     """One MIG instance of a GPU in MIG mode: a GPU instance holding one compute instance."""
 
@@ -35,7 +35,7 @@ class MigPlan:
     sm_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuPlan:
     """One simulated GPU: its model plus the per-board draws and faults."""
 
@@ -62,7 +62,7 @@ class GpuPlan:
     """Activity of a worker pool on this GPU (see :class:`WorkerPlan`), on top of the processes'."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcPlan:
     """One simulated GPU process."""
 
@@ -98,7 +98,7 @@ class ProcPlan:
     """The launcher that started it (``torchrun`` for the ranks of a training job)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EventPlan:
     """A scripted driver event: reported once, when the simulation reaches ``at_s``."""
 
@@ -109,7 +109,7 @@ class EventPlan:
     message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HostPlan:
     hostname: str
     memory_total_bytes: int
@@ -120,7 +120,7 @@ class HostPlan:
     boot_age_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WorkerPlan:
     """One place in a worker pool: a process that its supervisor restarts, with a new PID, every
     ``lifetime_s`` (or at once when it is killed). Its activity is part of its GPU's
@@ -146,7 +146,7 @@ PID_BAND = 1500
 """PIDs per worker place (see :attr:`WorkerPlan.pid_base`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plan:
     scenario: str
     seed: int

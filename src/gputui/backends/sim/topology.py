@@ -21,10 +21,9 @@ counters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputui.backends.sim.noise import key, smooth8
 from gputui.backends.sim.plan import Plan
+from gputui.core.frozen import frozen
 from gputui.core.model import GpuLocality, GpuPath, LinkInfo, LinkSample, Topology
 
 NVLINK4_SPEED_GBPS = 212.5
@@ -62,7 +61,7 @@ _LINK_NOISE = 0.04
 """Per-link imbalance: each link carries its share of the aggregate times 1 +- this."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _GpuLinks:
     """What the slow tier needs to read one GPU's links."""
 

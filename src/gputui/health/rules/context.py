@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.core.format import fmt_bytes
+from gputui.core.frozen import frozen
 from gputui.core.history import History
 from gputui.core.model import Action, Finding, GpuEvent, GpuInfo, GpuSample, Severity, Snapshot
 from gputui.health.actions import action_for
@@ -56,7 +57,7 @@ def link_text(gen: int | None, width: int | None) -> str:
 # -- the context rules read ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RuleContext:
     """Everything a rule may look at: the reading, the config, and the monitor's state."""
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import signal
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import events, on
@@ -32,6 +31,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Label, Static
 
 from gputui.core.allocation_text import gpu_tag, idle_owners
+from gputui.core.frozen import frozen
 from gputui.core.history import History
 from gputui.core.model import NodeInfo, ProcessSample, Snapshot
 from gputui.core.usage import idle_forms
@@ -80,7 +80,7 @@ FILTER_FOOTER_TEXT = (
 )
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Layout:
     """How the GPU panels are laid out for one terminal size."""
 

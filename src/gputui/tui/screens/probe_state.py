@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gputui.core.frozen import frozen
 from gputui.core.model import NodeInfo, Snapshot, describe_throttle
 from gputui.probe.protocol import (
     WARMUP,
@@ -77,7 +78,7 @@ def failure_advice(error: str) -> str:
     return OTHER_FAILURE
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResultRow:
     gpu: int | None
     test: str

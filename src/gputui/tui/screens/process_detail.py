@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -29,6 +28,7 @@ from textual.widgets import Label, Static
 
 from gputui.core.command_text import command_text
 from gputui.core.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.frozen import frozen
 from gputui.core.history import History
 from gputui.core.mig import instance_label, instances_by_uuid
 from gputui.core.model import MigDeviceInfo, PidNamespace, ProcessSample, Snapshot
@@ -54,7 +54,7 @@ _TYPE_WORDS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class _Plot:
     metric: str
     title: str

@@ -22,9 +22,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from gputui.core.format import cell_width
+from gputui.core.frozen import frozen
 from gputui.tui.widgets.history_plot import column_plot
 from gputui.tui.widgets.line_widget import FRAME, LABEL, VALUE, Line, LineBuilder
 
@@ -37,7 +37,7 @@ CHART_GAP = 2
 """Cells between charts side by side."""
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class Chart:
     """One chart: what it plots and how it is labelled."""
 

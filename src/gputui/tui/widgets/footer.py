@@ -18,7 +18,6 @@ terminal. A click on a key presses it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -27,6 +26,8 @@ from textual import events
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
+
+from gputui.core.frozen import frozen
 
 UNAVAILABLE = "unavailable"
 """The rank id of the keys that do nothing here, shown together with why."""
@@ -80,7 +81,7 @@ DEFAULT_RANK = 20
 PALETTE_EDGE = "▏"
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class FooterKey:
     """One entry of the footer: a binding, or the keys that do nothing here and why."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.format import (
     NA,
@@ -22,6 +21,7 @@ from gputui.core.format import (
     fmt_watts,
     sanitize,
 )
+from gputui.core.frozen import frozen
 from gputui.core.history import History
 from gputui.core.model import THROTTLE_REASONS, THROTTLE_TROUBLE, GpuInfo, GpuSample
 from gputui.core.vendor_terms import link_name
@@ -238,7 +238,7 @@ def fit_links(s: GpuSample, info: GpuInfo, width: int) -> Line:
     return flow(link_items(s, info), width)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fault:
     """Something wrong on a GPU, in a full and a short form: a panel may shorten a fault, or
     count it in "+N more", but never leaves it out."""

@@ -15,11 +15,12 @@ too narrow.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from gputui.core.command_text import command_text
 from gputui.core.format import NA, fmt_bytes, fmt_elapsed, fmt_pct, sanitize
+from gputui.core.frozen import frozen
 from gputui.core.mig import process_gpu_order
 from gputui.core.model import MigDeviceInfo, ProcessSample
 from gputui.host.workload import COLUMN_TITLE, workload_label
@@ -146,7 +147,7 @@ def sort_processes(
     return sort_items(sorted(processes, key=tiebreak), value_of, reverse)
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class LayoutKey:
     """What the layout depends on."""
 

@@ -6,14 +6,15 @@ it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
+
+from gputui.core.frozen import frozen
 
 T = TypeVar("T")
 Align = Literal["left", "right"]
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class ColumnSpec(Generic[T]):
     """One column of a table of items of type ``T``."""
 

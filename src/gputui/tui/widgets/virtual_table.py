@@ -16,7 +16,6 @@ style its pieces itself through :meth:`LineWidget.class_style`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from textual import events
@@ -25,6 +24,7 @@ from textual.message import Message
 from textual.reactive import var
 
 from gputui.core.format import clip
+from gputui.core.frozen import frozen
 from gputui.tui.widgets.line_widget import (
     ACCENT,
     DIM,
@@ -45,7 +45,7 @@ ARROW_DOWN = "▼"
 ARROW_UP = "▲"
 
 
-@dataclass(frozen=True)
+@frozen(slots=False)
 class TableLayout(Generic[T]):
     """The columns shown at one width, and where."""
 
