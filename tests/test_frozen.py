@@ -34,6 +34,31 @@ def test_a_record_is_equal_and_hashable_by_its_fields() -> None:
     assert [f.name for f in dataclasses.fields(Point)] == ["x", "y", "tags"]
 
 
+@frozen
+class Reading:
+    value: int
+    source: str = dataclasses.field(default="", compare=False)
+    cache: dict[str, int] = dataclasses.field(default_factory=dict, hash=False, repr=False)
+
+
+@frozen
+class Named:
+    name: str
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def test_field_options_and_a_class_own_methods_are_kept() -> None:
+    assert Reading(1, "a") == Reading(1, "b")  # compare=False: not compared
+    assert hash(Reading(1, cache={"x": 1})) == hash(Reading(1))  # hash=False: not hashed
+    assert Reading(1, cache={"x": 1}) != Reading(1)  # ... yet compared
+    assert repr(Reading(1, "a")) == "Reading(value=1, source='a')"  # repr=False: not shown
+    assert repr(Point(1, tags=("a",))) == "Point(x=1, y=0, tags=('a',))"
+    assert repr(Named("n")) == "<n>"
+    assert Point(1) != (1, 0, ()) and Point(1).__eq__(Named("n")) is NotImplemented
+
+
 def test_a_record_has_slots_unless_asked_not_to() -> None:
     assert not hasattr(Point(1), "__dict__")
     assert hasattr(Loose("a"), "__dict__")
