@@ -292,6 +292,7 @@ def help_text(rows: list[tuple[str, str]], width: int) -> Text:
 class HelpScreen(ModalScreen[None]):
     """Keys and panel descriptions. Esc, q or ? closes it."""
 
+    CSS_PATH = "help.tcss"  # read when the screen first opens, not before the first frame
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "close", "Close", id="help.close"),
     ]

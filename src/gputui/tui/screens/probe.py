@@ -136,6 +136,7 @@ def default_session(screen: ProbeScreen) -> ProbeSession:
 class ProbeScreen(Screen[None]):
     """Pick GPUs and tests, run the probe, see measured vs spec with a verdict."""
 
+    CSS_PATH = "probe.tcss"  # read when the screen first opens, not before the first frame
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012  (typed by Screen; annotating it here trips mypy)
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),
