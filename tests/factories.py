@@ -219,9 +219,27 @@ REASONS = [  # why each backend did not open, on a machine without GPUs
 ]
 
 
+def gputui_env(**overrides: str) -> dict[str, str]:
+    """This process's environment, with its import path, for a ``gputui`` child."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **overrides)
+
+
+def start_gputui(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``gputui ARGS`` started in a child process (no stdin; stdout and stderr piped, as text),
+    with this interpreter and ``env`` (default :func:`gputui_env`)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gputui", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=gputui_env() if env is None else env,
+    )
+
+
 def run_gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``gputui ARGS`` in a child process, with this interpreter and import path."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = gputui_env()
     return subprocess.run(
         [sys.executable, "-m", "gputui", *args],
         capture_output=True,

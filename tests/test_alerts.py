@@ -8,16 +8,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import os
 import shlex
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from tests.factories import T, record, snap
+from tests.factories import T, gputui_env, record, snap, start_gputui
 from tests.fakes.clock import fake_clock_sampler
 from tests.fakes.webhook_receiver import Request, free_port, receiver
 
@@ -557,20 +555,12 @@ def test_no_setting_message_shows_the_secret(
 def test_export_sends_the_faulty_nodes_fail_findings_end_to_end() -> None:
     """``gputui export --backend sim:faulty --webhook URL`` in a child process, until GPU 3
     falls off the bus (about 3 s into the scenario)."""
-    env = {k: v for k, v in os.environ.items() if k not in PROXIES}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env = {k: v for k, v in gputui_env().items() if k not in PROXIES}
     with receiver() as got:
         hook = f"{got.url}/hook/{SECRET}"
         argv = ["export", "--backend", "sim:faulty", "--interval", "0.2", "--webhook", hook]
         argv += ["--listen", f"127.0.0.1:{free_port()}"]
-        child = subprocess.Popen(
-            [sys.executable, "-m", "gputui", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        child = start_gputui(*argv, env=env)
         try:
             arrived = got.wait_until(lambda rs: "xid:3:79" in keys_sent(rs), timeout=60)
         finally:

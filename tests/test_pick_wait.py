@@ -9,16 +9,15 @@ is held by an idle notebook (40 GB) whose process a test can end after a number 
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.factories import start_gputui
 from tests.fakes.clock import FakeClock
 
 from gputui import cli
@@ -278,15 +277,7 @@ WAITING_PICK = ("pick", "-n", "2", "--wait", "10m", "-v", "--backend", "sim:dgx-
 def waiting_pick() -> Iterator[subprocess.Popen[str]]:
     """``gputui pick -n 2 --wait 10m -v`` on the simulated DGX H100 (nothing frees), in a child
     process, once it has said that it waits."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", *WAITING_PICK],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = start_gputui(*WAITING_PICK)
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # blocks until it waits (or it ended: "")
